@@ -1,0 +1,96 @@
+package tidemark
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// MaxTime is +infinity for watermarks (the --drain watermark).
+const MaxTime int64 = math.MaxInt64
+
+// MinTime is -infinity: "no watermark yet".
+const MinTime int64 = math.MinInt64
+
+// Window is a half-open event-time interval [Start, End) in microseconds.
+type Window struct {
+	Start int64
+	End   int64
+}
+
+// Contains reports whether t falls in [Start, End).
+func (w Window) Contains(t int64) bool { return w.Start <= t && t < w.End }
+
+// String renders the window in RFC 3339 UTC.
+func (w Window) String() string {
+	return "[" + FormatTime(w.Start) + ", " + FormatTime(w.End) + ")"
+}
+
+// WindowSpec describes tumbling (Slide == Size or 0) or sliding windows.
+// Windows are aligned to the Unix epoch: starts are multiples of Slide.
+type WindowSpec struct {
+	Size  int64 // window length, µs
+	Slide int64 // distance between window starts, µs; 0 means Size (tumbling)
+}
+
+// NewWindowSpec validates durations and returns the spec.
+func NewWindowSpec(size, slide time.Duration) (WindowSpec, error) {
+	if size <= 0 {
+		return WindowSpec{}, fmt.Errorf("window must be positive, got %s", size)
+	}
+	if slide < 0 {
+		return WindowSpec{}, fmt.Errorf("slide must be positive, got %s", slide)
+	}
+	if slide == 0 {
+		slide = size
+	}
+	if slide > size {
+		return WindowSpec{}, fmt.Errorf("slide %s is larger than the window %s: events between windows would be lost", slide, size)
+	}
+	if size%time.Microsecond != 0 || slide%time.Microsecond != 0 {
+		return WindowSpec{}, errors.New("window and slide must be whole microseconds")
+	}
+	return WindowSpec{Size: size.Microseconds(), Slide: slide.Microseconds()}, nil
+}
+
+func (s WindowSpec) slide() int64 {
+	if s.Slide <= 0 {
+		return s.Size
+	}
+	return s.Slide
+}
+
+// Sliding reports whether a row can belong to more than one window.
+func (s WindowSpec) Sliding() bool { return s.slide() != s.Size }
+
+// Assign appends to dst every window containing t, in ascending start order.
+// This is the one place window assignment is defined; the stream, the batch
+// recomputation and the lateness what-if all call it.
+func (s WindowSpec) Assign(dst []Window, t int64) []Window {
+	slide := s.slide()
+	last := floorDiv(t, slide) * slide // the latest start <= t
+	first := last
+	for first-slide > t-s.Size {
+		first -= slide
+	}
+	for start := first; start <= last; start += slide {
+		dst = append(dst, Window{Start: start, End: start + s.Size})
+	}
+	return dst
+}
+
+// floorDiv divides rounding toward -infinity, so negative times align too.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// FormatTime renders µs since the epoch as RFC 3339 UTC with only the
+// fractional digits needed.
+func FormatTime(us int64) string {
+	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
+}
