@@ -57,6 +57,10 @@ type Record struct {
 
 	Reason Reason
 	Err    string
+
+	// Set by the stream engine for valid records.
+	Status   Status
+	Disorder int64 // max event time already seen in this source minus EventTime; 0 if in order
 }
 
 // Valid reports whether the record is an event rather than a quarantine row.
