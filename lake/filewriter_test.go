@@ -1,0 +1,306 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go/format"
+
+	"tidemark/lake/store"
+)
+
+// testTable has one column of every kind, optional and required.
+func testTable() *table {
+	return newTable("t", nil,
+		column{name: "ts", kind: kindTimestamp},
+		column{name: "k", kind: kindString, optional: true},
+		column{name: "p", kind: kindString, plain: true},
+		column{name: "n", kind: kindLong},
+		column{name: "v", kind: kindDouble, optional: true},
+		column{name: "b", kind: kindBool},
+		column{name: "raw", kind: kindBinary},
+	)
+}
+
+// testRow renders row i of the test data as text.
+func testRow(i int) string {
+	k := "null"
+	if i%7 != 0 {
+		k = fmt.Sprintf("key-%d", i%13)
+	}
+	v := "null"
+	if i%5 != 0 {
+		v = fmt.Sprint(float64(i) / 4)
+	}
+	return fmt.Sprintf("%d %s p%d %d %s %t %q", 1767261600000000+int64(i)*1000, k, i, -int64(i), v, i%2 == 0, fmt.Sprintf("raw\x00\xff%d", i))
+}
+
+func writeTestFile(t testing.TB, st store.Store, rows int) dataFile {
+	t.Helper()
+	tb := testTable()
+	w, err := newFileWriter(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		w.long(0, 1767261600000000+int64(i)*1000)
+		if i%7 != 0 {
+			w.str(1, fmt.Sprintf("key-%d", i%13))
+		} else {
+			w.null(1)
+		}
+		w.str(2, fmt.Sprintf("p%d", i))
+		w.long(3, -int64(i))
+		if i%5 != 0 {
+			w.double(4, float64(i)/4)
+		} else {
+			w.null(4)
+		}
+		w.boolean(5, i%2 == 0)
+		w.bytes(6, []byte(fmt.Sprintf("raw\x00\xff%d", i)))
+		if err := w.endRow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	df, err := w.finish(context.Background(), st, "d=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return df
+}
+
+func readTestFile(t testing.TB, st store.Store, key string) ([]string, error) {
+	t.Helper()
+	fr, err := openFileReader(context.Background(), st, key)
+	if err != nil {
+		return nil, err
+	}
+	defer fr.Close()
+	tb := testTable()
+	out := make([]colData, len(tb.cols))
+	var rows []string
+	for rg := range fr.numRowGroups() {
+		n, err := fr.readRowGroup(rg, tb.cols, out)
+		if err != nil {
+			return nil, err
+		}
+		for i := range n {
+			k := "null"
+			if !out[1].isNull(i) {
+				k = string(out[1].bytes[i])
+			}
+			v := "null"
+			if !out[4].isNull(i) {
+				v = fmt.Sprint(out[4].floats[i])
+			}
+			rows = append(rows, fmt.Sprintf("%d %s %s %d %s %t %q", out[0].ints[i], k, out[2].bytes[i], out[3].ints[i], v, out[5].bools[i], out[6].bytes[i]))
+		}
+	}
+	return rows, nil
+}
+
+func TestFileRoundTrip(t *testing.T) {
+	for _, rows := range []int{1, 4095, 4096, 300_000} {
+		t.Run(fmt.Sprint(rows), func(t *testing.T) {
+			st, err := store.OpenDir(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			df := writeTestFile(t, st, rows)
+			if df.Rows != int64(rows) {
+				t.Errorf("got %d rows, want %d", df.Rows, rows)
+			}
+			if !strings.HasPrefix(df.Path, "d=1/part-") || !strings.HasSuffix(df.Path, ".zstd.parquet") {
+				t.Errorf("got path %s, want d=1/part-<uuid>.zstd.parquet", df.Path)
+			}
+			got, err := readTestFile(t, st, "t/"+df.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != rows {
+				t.Fatalf("got %d rows back, want %d", len(got), rows)
+			}
+			for i, g := range got {
+				if want := testRow(i); g != want {
+					t.Fatalf("row %d: got %s, want %s", i, g, want)
+				}
+			}
+		})
+	}
+}
+
+func TestFileRowGroupsBounded(t *testing.T) {
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := writeTestFile(t, st, 300_000)
+	fr, err := openFileReader(context.Background(), st, "t/"+df.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	if got := fr.numRowGroups(); got < 3 {
+		t.Errorf("got %d row groups for 300000 rows, want at least 3", got)
+	}
+	for _, rg := range fr.f.Metadata().RowGroups {
+		if rg.NumRows > rowGroupRows+chunkRows {
+			t.Errorf("got row group of %d rows, want at most %d", rg.NumRows, rowGroupRows+chunkRows)
+		}
+	}
+	lo, hi, ok := fr.int64Range(0, "ts")
+	if !ok || lo != 1767261600000000 || hi < lo {
+		t.Errorf("got ts range %d..%d ok=%t, want from 1767261600000000", lo, hi, ok)
+	}
+}
+
+// TestFileFooter checks what Spark needs: TIMESTAMP(MICROS, UTC), no
+// DELTA_LENGTH_BYTE_ARRAY, data pages v1, zstd.
+func TestFileFooter(t *testing.T) {
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := writeTestFile(t, st, 10_000)
+	fr, err := openFileReader(context.Background(), st, "t/"+df.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	md := fr.f.Metadata()
+	for _, el := range md.Schema {
+		if el.Name != "ts" {
+			continue
+		}
+		ts, ok := el.LogicalType.Value.(*format.TimestampType)
+		if !ok || !ts.IsAdjustedToUTC || ts.Unit.String() != "MICROS" {
+			t.Errorf("got ts logical type %v, want TIMESTAMP(isAdjustedToUTC=true,unit=MICROS)", &el.LogicalType)
+		}
+	}
+	sch := fr.f.Schema()
+	for _, name := range []string{"k", "p", "raw"} {
+		lc, _ := sch.Lookup(name)
+		for _, rg := range md.RowGroups {
+			cm := rg.Columns[lc.ColumnIndex].MetaData
+			for _, e := range cm.Encoding {
+				if e == format.DeltaLengthByteArray || e == format.DeltaByteArray {
+					t.Errorf("column %s: got encoding %v, want PLAIN or dictionary", name, e)
+				}
+			}
+			if cm.Codec != format.Zstd {
+				t.Errorf("column %s: got codec %v, want ZSTD", name, cm.Codec)
+			}
+			if len(cm.EncodingStats) == 0 {
+				t.Errorf("column %s: no encoding stats to check page types", name)
+			}
+			for _, es := range cm.EncodingStats {
+				if es.PageType == format.DataPageV2 {
+					t.Errorf("column %s: got page type %v, want DATA_PAGE (v1)", name, es.PageType)
+				}
+			}
+		}
+	}
+	if lc, _ := sch.Lookup("k"); lc.MaxDefinitionLevel != 1 {
+		t.Errorf("got k definition level %d, want 1 (OPTIONAL)", lc.MaxDefinitionLevel)
+	}
+}
+
+func TestFileStats(t *testing.T) {
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := writeTestFile(t, st, 10)
+	for _, want := range []string{
+		`"numRecords":10`,
+		`"ts":"2026-01-01T10:00:00.000Z"`,
+		`"ts":"2026-01-01T10:00:00.009Z"`,
+		`"n":-9`,
+		`"k":"key-1"`,
+		`"v":2.25`,
+		`"nullCount":{`,
+		`"v":2`,
+	} {
+		if !strings.Contains(df.Stats, want) {
+			t.Errorf("stats %s: missing %s", df.Stats, want)
+		}
+	}
+	if strings.Contains(df.Stats, `"raw":"`) {
+		t.Errorf("stats %s: want no min/max for binary", df.Stats)
+	}
+}
+
+func TestStatsNaNLeftOut(t *testing.T) {
+	var s colStats
+	s.kind = kindDouble
+	s.addFloat(1)
+	s.addFloat(math.NaN())
+	if !s.bad {
+		t.Errorf("got bad=false after NaN, want true")
+	}
+}
+
+// TestCorruptFile flips and truncates bytes of a valid file: reading must
+// fail with an error naming the file or succeed, never panic.
+func TestCorruptFile(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := writeTestFile(t, st, 5000)
+	key := "t/" + df.Path
+	orig, err := os.ReadFile(dir + "/" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"empty":     {},
+		"magic":     []byte("PAR1"),
+		"truncated": orig[:len(orig)/2],
+		"no footer": orig[:len(orig)-8],
+	}
+	for i := 0; i < 200; i++ {
+		b := append([]byte(nil), orig...)
+		pos := (i*7919 + 13) % len(b)
+		b[pos] ^= byte(i*31 + 1)
+		cases[fmt.Sprintf("flip-%d", i)] = b
+	}
+	for i := 0; i < 40; i++ {
+		b := append([]byte(nil), orig...)
+		// Corrupt the footer region, where lengths and offsets live.
+		pos := len(b) - 8 - 1 - (i*37)%min(len(b)-9, 2000)
+		b[pos] ^= 0xff
+		cases[fmt.Sprintf("footer-%d", i)] = b
+	}
+	for name, data := range cases {
+		if err := os.WriteFile(dir+"/"+key, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := readTestFile(t, st, key)
+		if err != nil && !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: got error %v, want it to name %s", name, err, key)
+		}
+		if name == "empty" || name == "truncated" || name == "no footer" || name == "magic" {
+			if err == nil {
+				t.Errorf("%s: got no error, want one", name)
+			}
+		}
+	}
+}
+
+func BenchmarkFileWrite(b *testing.B) {
+	st, err := store.OpenDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		writeTestFile(b, st, 100_000)
+	}
+	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "rows/s")
+}

@@ -1,0 +1,250 @@
+package lake
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// kind is the type of one table column, as Delta (Spark) names it.
+type kind uint8
+
+const (
+	kindTimestamp kind = iota // int64 µs UTC; TIMESTAMP(MICROS, isAdjustedToUTC=true)
+	kindString                // UTF-8 bytes
+	kindLong                  // int64
+	kindDouble                // float64
+	kindBool                  // boolean
+	kindBinary                // raw bytes
+)
+
+// deltaType is the Spark SQL type name used in the Delta schemaString.
+func (k kind) deltaType() string {
+	switch k {
+	case kindTimestamp:
+		return "timestamp"
+	case kindString:
+		return "string"
+	case kindLong:
+		return "long"
+	case kindDouble:
+		return "double"
+	case kindBool:
+		return "boolean"
+	default:
+		return "binary"
+	}
+}
+
+// column is one data column of a table (partition columns are not stored in
+// the data files, as Spark does).
+type column struct {
+	name     string
+	kind     kind
+	optional bool // OPTIONAL in Parquet; otherwise REQUIRED
+	plain    bool // strings: PLAIN instead of dictionary (high cardinality)
+}
+
+// node is the Parquet schema node for the column. Every encoding is set
+// explicitly because parquet-go's defaults are not what Spark writes
+// (SPEC §4.2): strings would be DELTA_LENGTH_BYTE_ARRAY and a bare timestamp
+// milliseconds.
+func (c column) node() parquet.Node {
+	var n parquet.Node
+	switch c.kind {
+	case kindTimestamp:
+		n = parquet.Encoded(parquet.Timestamp(parquet.Microsecond), &parquet.Plain)
+	case kindString:
+		if c.plain {
+			n = parquet.Encoded(parquet.String(), &parquet.Plain)
+		} else {
+			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
+		}
+	case kindLong:
+		n = parquet.Encoded(parquet.Leaf(parquet.Int64Type), &parquet.Plain)
+	case kindDouble:
+		n = parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.Plain)
+	case kindBool:
+		n = parquet.Encoded(parquet.Leaf(parquet.BooleanType), &parquet.Plain)
+	default:
+		n = parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain)
+	}
+	if c.optional {
+		n = parquet.Optional(n)
+	}
+	return n
+}
+
+// table describes one Delta table of the lake: its data columns (in schema
+// order) and its partition columns (strings, in directory order).
+type table struct {
+	name     string
+	cols     []column
+	partCols []string
+	index    map[string]int // column name -> index in cols
+}
+
+func newTable(name string, partCols []string, cols ...column) *table {
+	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols))}
+	for i, c := range cols {
+		t.index[c.name] = i
+	}
+	return t
+}
+
+// col returns the index of the named column; it panics on a name the table
+// does not have, which is a programming error inside this package.
+func (t *table) col(name string) int {
+	i, ok := t.index[name]
+	if !ok {
+		panic(fmt.Sprintf("lake: table %s has no column %q", t.name, name))
+	}
+	return i
+}
+
+// parquetSchema builds the file schema. parquet.Group orders fields by name;
+// readers (Spark, DuckDB, ours) resolve columns by name, so order is moot.
+func (t *table) parquetSchema() *parquet.Schema {
+	g := parquet.Group{}
+	for _, c := range t.cols {
+		g[c.name] = c.node()
+	}
+	return parquet.NewSchema("spark_schema", g)
+}
+
+// schemaString renders the Delta schemaString: data columns then partition
+// columns (strings), every field nullable as Spark writes them.
+func (t *table) schemaString() string {
+	type field struct {
+		Name     string         `json:"name"`
+		Type     string         `json:"type"`
+		Nullable bool           `json:"nullable"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	s := struct {
+		Type   string  `json:"type"`
+		Fields []field `json:"fields"`
+	}{Type: "struct"}
+	for _, c := range t.cols {
+		s.Fields = append(s.Fields, field{c.name, c.kind.deltaType(), true, map[string]any{}})
+	}
+	for _, p := range t.partCols {
+		s.Fields = append(s.Fields, field{p, "string", true, map[string]any{}})
+	}
+	b, _ := json.Marshal(s) // cannot fail: plain strings and bools
+	return string(b)
+}
+
+// Table names in the lake.
+const (
+	TableRawEvents     = "raw_events"
+	TableQuarantine    = "quarantine"
+	TableWindowResults = "window_results"
+	TableReconcileLog  = "reconcile_log"
+)
+
+// tableNames lists the lake's tables in a fixed order.
+var tableNames = []string{TableRawEvents, TableQuarantine, TableWindowResults, TableReconcileLog}
+
+func keyColumns(keys []string) []column {
+	out := make([]column, len(keys))
+	for i, k := range keys {
+		out[i] = column{name: k, kind: kindString, optional: true}
+	}
+	return out
+}
+
+func cat(parts ...[]column) []column {
+	var out []column
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// rawEventsTable: SPEC §4.1. value exists only with a value field.
+func rawEventsTable(keys []string, hasValue bool) *table {
+	var value []column
+	if hasValue {
+		value = []column{{name: "value", kind: kindDouble, optional: true}}
+	}
+	return newTable(TableRawEvents, []string{"event_date", "event_hour"}, cat(
+		[]column{
+			{name: "event_time", kind: kindTimestamp},
+			{name: "arrival_time", kind: kindTimestamp},
+			{name: "ingest_time", kind: kindTimestamp},
+		},
+		keyColumns(keys),
+		value,
+		[]column{
+			{name: "status", kind: kindString},
+			{name: "disorder_us", kind: kindLong},
+			{name: "source", kind: kindString},
+			{name: "file", kind: kindString},
+			{name: "offset", kind: kindLong},
+			{name: "batch_id", kind: kindLong},
+			// binary, not string: the line is byte-exact and DuckDB refuses
+			// invalid UTF-8 in a VARCHAR; cast(payload AS string) reads it.
+			{name: "payload", kind: kindBinary},
+		},
+	)...)
+}
+
+func quarantineTable() *table {
+	return newTable(TableQuarantine, []string{"ingest_date"},
+		column{name: "reason", kind: kindString},
+		column{name: "error", kind: kindString, plain: true},
+		column{name: "source", kind: kindString},
+		column{name: "file", kind: kindString},
+		column{name: "offset", kind: kindLong},
+		column{name: "ingest_time", kind: kindTimestamp},
+		column{name: "batch_id", kind: kindLong},
+		column{name: "payload", kind: kindBinary},
+	)
+}
+
+func windowResultsTable(keys []string) *table {
+	return newTable(TableWindowResults, []string{"window_date"}, cat(
+		[]column{
+			{name: "window_start", kind: kindTimestamp},
+			{name: "window_end", kind: kindTimestamp},
+		},
+		keyColumns(keys),
+		[]column{
+			{name: "count", kind: kindLong},
+			{name: "sum", kind: kindDouble, optional: true},
+			{name: "min", kind: kindDouble, optional: true},
+			{name: "max", kind: kindDouble, optional: true},
+			{name: "final", kind: kindBool},
+			{name: "origin", kind: kindString},
+			{name: "revision", kind: kindLong},
+			{name: "computed_at", kind: kindTimestamp},
+			{name: "watermark", kind: kindTimestamp, optional: true},
+		},
+	)...)
+}
+
+// reconcileLogTable is unpartitioned: one small row per corrected window.
+func reconcileLogTable(keys []string) *table {
+	return newTable(TableReconcileLog, nil, cat(
+		[]column{
+			{name: "run_id", kind: kindString},
+			{name: "window_start", kind: kindTimestamp},
+			{name: "window_end", kind: kindTimestamp},
+		},
+		keyColumns(keys),
+		[]column{
+			{name: "old_count", kind: kindLong, optional: true},
+			{name: "new_count", kind: kindLong},
+			{name: "old_sum", kind: kindDouble, optional: true},
+			{name: "new_sum", kind: kindDouble, optional: true},
+			{name: "old_min", kind: kindDouble, optional: true},
+			{name: "new_min", kind: kindDouble, optional: true},
+			{name: "old_max", kind: kindDouble, optional: true},
+			{name: "new_max", kind: kindDouble, optional: true},
+			{name: "late_rows", kind: kindLong},
+			{name: "corrected_at", kind: kindTimestamp},
+		},
+	)...)
+}
