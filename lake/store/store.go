@@ -24,6 +24,11 @@ func (*existsError) Is(target error) bool { return target == fs.ErrExist }
 // ErrNotExist is the sentinel for missing objects (it is fs.ErrNotExist).
 var ErrNotExist = fs.ErrNotExist
 
+// ErrChanged is returned by a Reader whose object was overwritten or
+// deleted after Open: a backend that cannot pin the opened version (S3)
+// fails the read rather than mix bytes of two versions.
+var ErrChanged = errors.New("store: object changed since open")
+
 // Info describes one stored object.
 type Info struct {
 	Key     string // slash-separated, relative to the store root

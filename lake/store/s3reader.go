@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// s3Reader reads one version of an object with ranged GETs. It is safe for
+// concurrent ReadAt calls.
+type s3Reader struct {
+	ctx  context.Context
+	s    *S3
+	key  string
+	etag string
+	size int64
+}
+
+func (r *s3Reader) Size() int64  { return r.size }
+func (r *s3Reader) Close() error { return nil }
+
+// ReadAt implements io.ReaderAt. A body cut short mid-transfer is resumed
+// with a new ranged GET (pinned to the same ETag, so never mixing versions).
+func (r *s3Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &fs.PathError{Op: "read", Path: r.key, Err: errors.New("negative offset")}
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	want := p[:min(int64(len(p)), r.size-off)]
+	n := 0
+	for attempt := 0; n < len(want); attempt++ {
+		m, err := r.get(want[n:], off+int64(n))
+		n += m
+		if err == nil {
+			continue
+		}
+		if m > 0 {
+			attempt = -1 // progress: the retry budget is for stalls
+		}
+		if !retryable(r.ctx, err) || attempt+1 >= r.s.retries {
+			return n, err
+		}
+		if err := sleep(r.ctx, backoff(attempt)); err != nil {
+			return n, &fs.PathError{Op: "read", Path: r.key, Err: err}
+		}
+	}
+	if len(want) < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// get fills p from offset off with one ranged GET.
+func (r *s3Reader) get(p []byte, off int64) (int, error) {
+	var opts minio.GetObjectOptions
+	if err := opts.SetMatchETag(r.etag); err != nil {
+		return 0, err
+	}
+	if err := opts.SetRange(off, off+int64(len(p))-1); err != nil {
+		return 0, err
+	}
+	core := minio.Core{Client: r.s.client}
+	body, _, _, err := core.GetObject(r.ctx, r.s.bucket, r.s.object(r.key), opts)
+	if err != nil {
+		resp := minio.ToErrorResponse(err)
+		if resp.StatusCode == http.StatusPreconditionFailed || resp.StatusCode == http.StatusNotFound ||
+			resp.Code == minio.PreconditionFailed || resp.Code == minio.NoSuchKey {
+			return 0, &fs.PathError{Op: "read", Path: r.key, Err: ErrChanged}
+		}
+		return 0, &fs.PathError{Op: "read", Path: r.key, Err: err}
+	}
+	defer body.Close()
+	n, err := io.ReadFull(body, p)
+	if err != nil {
+		return n, &fs.PathError{Op: "read", Path: r.key, Err: fmt.Errorf("body: %w", err)}
+	}
+	return n, nil
+}
