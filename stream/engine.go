@@ -1,0 +1,397 @@
+// Package stream is tidemark's speed layer: an event-time window engine
+// (watermarks, late rules, append and update output) and, around it, the
+// runner that feeds it from sources and commits its output to the lake.
+package stream
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"tidemark"
+)
+
+// Engine aggregates records into event-time windows per key and closes
+// windows as the watermark passes them (SPEC §2). It is pure: no I/O, no
+// goroutines, no clock of its own (Process takes now), and not safe for
+// concurrent use. The same records in the same batches with the same nows
+// give the same output, byte for byte.
+//
+// Open state is one slot per (window start, key) in a slab, found through a
+// map keyed by a comparable struct, and listed per window start in ascending
+// order so that closing touches only the windows that close. Closed slots go
+// to a free list: memory is bounded by the peak number of open (window, key)
+// pairs, not by history.
+type Engine struct {
+	cfg Config
+
+	w    int64 // the global watermark; tidemark.MinTime while there is none
+	hasW bool
+
+	sources map[string]*source
+
+	index   map[slotKey]int32 // (start, key) -> index into slots
+	slots   []slot
+	free    []int32  // indices of freed slots, reused first
+	buckets []bucket // open window starts, ascending, each with its slots
+	spare   [][]int32
+
+	epoch    uint64       // Process call counter, for update-mode change tracking
+	changed  []changedRef // slots changed in this batch (update mode)
+	wins     []tidemark.Window
+	keyBytes int64
+}
+
+// slotKey identifies one open (window, key); the window is named by its start.
+type slotKey struct {
+	start int64
+	key   tidemark.Key
+}
+
+type slot struct {
+	key   tidemark.Key
+	agg   tidemark.Agg
+	epoch uint64 // the last batch that changed agg
+}
+
+type bucket struct {
+	start int64
+	slots []int32
+}
+
+type changedRef struct {
+	start int64
+	idx   int32
+}
+
+type source struct {
+	max      int64 // max valid event time seen, µs
+	hasMax   bool
+	lastSeen int64 // now (unix ns) of the last batch with any line of the source
+}
+
+// BatchResult is what one Process or Drain call produced.
+type BatchResult struct {
+	// Emitted windows, sorted by window start, end and key. In append mode
+	// only closing windows (Final); in update mode also every open window
+	// whose aggregate changed in the batch (not Final). A window that changed
+	// and closed in the same batch appears once, final.
+	Emitted []tidemark.Result
+
+	Watermark    int64 // W after the batch (tidemark.MaxTime after Drain)
+	HasWatermark bool  // false until some batch ended with a valid event
+
+	Rows        int64 // valid records in the batch
+	Dropped     int64 // rows_dropped_by_watermark: valid records given StatusLate
+	Quarantined int64 // records skipped because Reason != ReasonNone
+
+	// Event time over the valid records of the batch; zero when Rows == 0.
+	MinEventTime, MaxEventTime, AvgEventTime int64
+
+	OpenWindows int   // open (window, key) state rows after the batch
+	StateBytes  int64 // estimate of the memory those rows hold
+}
+
+// New returns an engine with cfg, resuming from st when it is not nil (a
+// snapshot taken by State, possibly through MarshalBinary). The state must
+// have been built with the same window spec.
+func New(cfg Config, st *State) (*Engine, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:     cfg,
+		w:       tidemark.MinTime,
+		sources: make(map[string]*source),
+		index:   make(map[slotKey]int32),
+	}
+	if st != nil {
+		if err := e.load(st); err != nil {
+			return nil, fmt.Errorf("stream: resume state: %w", err)
+		}
+	}
+	return e, nil
+}
+
+// Process runs one micro-batch: it classifies each valid record with the
+// watermark from the end of the previous batch, sets its Status and
+// Disorder, folds it into its open windows, then updates the per-source
+// maxima and W and closes every window with end <= W.
+//
+// Quarantined records (Reason != ReasonNone) count only as source activity
+// for idle detection; they never move the watermark. Process with no
+// records is how a caller lets idle sources stop holding W back.
+//
+// A record is StatusLate when the watermark left it out of at least one of
+// its windows. With sliding windows and the window rule such a row may still
+// count in its open windows; marking it late anyway means reconcile finds
+// every window the stream got wrong.
+func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
+	e.epoch++
+	e.changed = e.changed[:0]
+	nowNs := now.UnixNano()
+
+	var res BatchResult
+	var stats eventStats
+	var src *source
+	var srcName string
+	for i := range recs {
+		r := &recs[i]
+		if src == nil || r.Source != srcName {
+			src, srcName = e.source(r.Source), r.Source
+		}
+		src.lastSeen = nowNs
+		if r.Reason != tidemark.ReasonNone {
+			res.Quarantined++
+			continue
+		}
+		t := r.EventTime
+		stats.add(t)
+		r.Disorder = 0
+		switch {
+		case !src.hasMax:
+			src.max, src.hasMax = t, true
+		case src.max > t:
+			r.Disorder = src.max - t
+		default:
+			src.max = t
+		}
+		r.Status = tidemark.StatusOK
+		if e.add(r) {
+			r.Status = tidemark.StatusLate
+			res.Dropped++
+		}
+	}
+	res.Rows = stats.n
+	res.MinEventTime, res.MaxEventTime, res.AvgEventTime = stats.result()
+
+	e.advance(nowNs)
+	if e.cfg.OutputMode == Update {
+		for _, c := range e.changed {
+			if e.closes(c.start) {
+				continue // closes below, emitted once as final
+			}
+			s := &e.slots[c.idx]
+			res.Emitted = append(res.Emitted, tidemark.Result{
+				Window: tidemark.Window{Start: c.start, End: c.start + e.cfg.Window.Size},
+				Key:    s.key,
+				Agg:    s.agg,
+			})
+		}
+	}
+	if e.hasW {
+		res.Emitted = e.closeUpTo(e.w, res.Emitted)
+	}
+	e.finish(&res)
+	return res
+}
+
+// Drain moves W to +infinity and emits every open window, final (the
+// --once --drain backfill). W stays there: later records are all late.
+func (e *Engine) Drain() BatchResult {
+	e.epoch++
+	e.w, e.hasW = tidemark.MaxTime, true
+	var res BatchResult
+	res.Emitted = e.closeUpTo(e.w, nil)
+	e.finish(&res)
+	return res
+}
+
+// finish sorts the emitted windows and fills in the state figures.
+func (e *Engine) finish(res *BatchResult) {
+	slices.SortFunc(res.Emitted, compareResults)
+	res.Watermark, res.HasWatermark = e.w, e.hasW
+	res.OpenWindows = len(e.index)
+	res.StateBytes = e.stateBytes()
+}
+
+// compareResults orders results by window start, end and key.
+func compareResults(a, b tidemark.Result) int {
+	if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Key, b.Key)
+}
+
+// source returns the state of the named source, creating it.
+func (e *Engine) source(name string) *source {
+	s := e.sources[name]
+	if s == nil {
+		s = &source{}
+		e.sources[name] = s
+	}
+	return s
+}
+
+// add folds a valid record into its open windows and reports whether the
+// watermark left it out of at least one of them.
+func (e *Engine) add(r *tidemark.Record) (late bool) {
+	if e.cfg.LateRule == LateEvent && e.hasW && r.EventTime < e.w {
+		return true
+	}
+	e.wins = e.cfg.Window.Assign(e.wins[:0], r.EventTime)
+	for _, win := range e.wins {
+		if e.hasW && win.End <= e.w {
+			late = true
+			continue
+		}
+		k := slotKey{start: win.Start, key: r.Key}
+		idx, ok := e.index[k]
+		if !ok {
+			idx = e.newSlot(win.Start, r.Key)
+			e.index[k] = idx
+		}
+		s := &e.slots[idx]
+		s.agg.Add(r.Value, r.HasValue)
+		if s.epoch != e.epoch {
+			s.epoch = e.epoch
+			if e.cfg.OutputMode == Update {
+				e.changed = append(e.changed, changedRef{start: win.Start, idx: idx})
+			}
+		}
+	}
+	return late
+}
+
+// newSlot takes a free slot for (start, key) and lists it under its window.
+func (e *Engine) newSlot(start int64, key tidemark.Key) int32 {
+	var idx int32
+	if n := len(e.free); n > 0 {
+		idx = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		idx = int32(len(e.slots))
+		e.slots = append(e.slots, slot{})
+	}
+	e.slots[idx] = slot{key: key}
+	e.keyBytes += int64(len(key))
+	b := e.bucket(start)
+	b.slots = append(b.slots, idx)
+	return idx
+}
+
+// bucket returns the list of slots of the window starting at start,
+// inserting it in order. New rows mostly land in the newest window, so that
+// one is checked first.
+func (e *Engine) bucket(start int64) *bucket {
+	if n := len(e.buckets); n > 0 && e.buckets[n-1].start == start {
+		return &e.buckets[n-1]
+	}
+	i, found := slices.BinarySearchFunc(e.buckets, start, func(b bucket, s int64) int {
+		return cmp.Compare(b.start, s)
+	})
+	if !found {
+		var list []int32
+		if n := len(e.spare); n > 0 {
+			list = e.spare[n-1]
+			e.spare = e.spare[:n-1]
+		}
+		e.buckets = slices.Insert(e.buckets, i, bucket{start: start, slots: list})
+	}
+	return &e.buckets[i]
+}
+
+// advance updates W from the per-source maxima at the end of a batch.
+// Sources without a valid event yet, and sources idle for IdleTimeout, take
+// no part; when none takes part W stays. W never decreases.
+func (e *Engine) advance(nowNs int64) {
+	idle := int64(e.cfg.IdleTimeout)
+	var w int64
+	found := false
+	for _, s := range e.sources {
+		if !s.hasMax || (idle > 0 && nowNs-s.lastSeen >= idle) {
+			continue
+		}
+		wm := subSat(s.max, e.cfg.Lateness)
+		switch {
+		case !found:
+			w, found = wm, true
+		case e.cfg.Policy == PolicyMax:
+			w = max(w, wm)
+		default:
+			w = min(w, wm)
+		}
+	}
+	if found && (!e.hasW || w > e.w) {
+		e.w, e.hasW = w, true
+	}
+}
+
+// subSat returns a-b for b >= 0, saturating at tidemark.MinTime.
+func subSat(a, b int64) int64 {
+	if a < tidemark.MinTime+b {
+		return tidemark.MinTime
+	}
+	return a - b
+}
+
+// closes reports whether the window starting at start is closed by W.
+func (e *Engine) closes(start int64) bool {
+	size := e.cfg.Window.Size
+	return e.hasW && e.w >= tidemark.MinTime+size && start <= e.w-size
+}
+
+// closeUpTo appends every window with end <= w to out, final, and frees
+// its state.
+func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
+	size := e.cfg.Window.Size
+	if w < tidemark.MinTime+size {
+		return out // no window can end at or before w
+	}
+	n := 0
+	for ; n < len(e.buckets) && e.buckets[n].start <= w-size; n++ {
+		b := &e.buckets[n]
+		win := tidemark.Window{Start: b.start, End: b.start + size}
+		for _, idx := range b.slots {
+			s := &e.slots[idx]
+			out = append(out, tidemark.Result{Window: win, Key: s.key, Agg: s.agg, Final: true})
+			delete(e.index, slotKey{start: b.start, key: s.key})
+			e.keyBytes -= int64(len(s.key))
+			*s = slot{}
+			e.free = append(e.free, idx)
+		}
+		e.spare = append(e.spare, b.slots[:0])
+	}
+	e.buckets = slices.Delete(e.buckets, 0, n)
+	return out
+}
+
+// Approximate memory per open (window, key) beyond its key bytes: the slot
+// (64 B), the map entry with its share of control bytes and load-factor
+// slack (~40 B) and the bucket list entry (4 B). BenchmarkStateBytes
+// measures the real figure.
+const bytesPerSlot = 108
+
+func (e *Engine) stateBytes() int64 {
+	return int64(len(e.index))*bytesPerSlot + e.keyBytes
+}
+
+// eventStats accumulates min, max and mean event time without overflow.
+type eventStats struct {
+	n        int64
+	min, max int64
+	base     int64
+	sum      float64 // sum of t - base
+}
+
+func (s *eventStats) add(t int64) {
+	if s.n == 0 {
+		s.min, s.max, s.base = t, t, t
+	}
+	s.n++
+	s.min = min(s.min, t)
+	s.max = max(s.max, t)
+	s.sum += float64(t - s.base)
+}
+
+func (s *eventStats) result() (lo, hi, avg int64) {
+	if s.n == 0 {
+		return 0, 0, 0
+	}
+	return s.min, s.max, s.base + int64(s.sum/float64(s.n))
+}

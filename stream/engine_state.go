@@ -1,0 +1,272 @@
+package stream
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+	"strings"
+
+	"tidemark"
+)
+
+// State is a snapshot of an Engine for checkpointing: the watermark, each
+// source's max event time and last activity, and every open (window, key)
+// aggregate. It shares nothing with the engine it came from.
+type State struct {
+	Window       tidemark.WindowSpec // with Slide made explicit
+	Watermark    int64               // tidemark.MinTime when HasWatermark is false
+	HasWatermark bool
+	Sources      []SourceState     // sorted by Name
+	Open         []tidemark.Result // sorted by window and key; Final is false
+}
+
+// SourceState is one source's part of the watermark.
+type SourceState struct {
+	Name         string
+	MaxEventTime int64 // µs; meaningful when HasEventTime
+	HasEventTime bool  // false while the source has sent only quarantined lines
+	LastSeen     int64 // unix ns of the last batch holding a line of the source
+}
+
+// State returns a deep copy of the engine's state, deterministic in order.
+func (e *Engine) State() *State {
+	st := &State{
+		Window:       e.cfg.Window,
+		Watermark:    e.w,
+		HasWatermark: e.hasW,
+		Sources:      make([]SourceState, 0, len(e.sources)),
+		Open:         make([]tidemark.Result, 0, len(e.index)),
+	}
+	for name, s := range e.sources {
+		st.Sources = append(st.Sources, SourceState{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen})
+	}
+	slices.SortFunc(st.Sources, func(a, b SourceState) int { return strings.Compare(a.Name, b.Name) })
+	for _, b := range e.buckets {
+		from := len(st.Open)
+		win := tidemark.Window{Start: b.start, End: b.start + e.cfg.Window.Size}
+		for _, idx := range b.slots {
+			s := &e.slots[idx]
+			st.Open = append(st.Open, tidemark.Result{Window: win, Key: s.key, Agg: s.agg})
+		}
+		slices.SortFunc(st.Open[from:], compareResults)
+	}
+	return st
+}
+
+// load replaces the engine's (fresh) state with a copy of st.
+func (e *Engine) load(st *State) error {
+	spec := st.Window
+	if spec.Slide == 0 {
+		spec.Slide = spec.Size
+	}
+	if spec != e.cfg.Window {
+		return fmt.Errorf("window spec %d/%dµs differs from the configured %d/%dµs",
+			spec.Size, spec.Slide, e.cfg.Window.Size, e.cfg.Window.Slide)
+	}
+	e.w, e.hasW = tidemark.MinTime, st.HasWatermark
+	if st.HasWatermark {
+		e.w = st.Watermark
+	}
+	for _, s := range st.Sources {
+		if _, dup := e.sources[s.Name]; dup {
+			return fmt.Errorf("source %q listed twice", s.Name)
+		}
+		e.sources[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
+	}
+	for _, r := range st.Open {
+		if r.Window.End-r.Window.Start != e.cfg.Window.Size {
+			return fmt.Errorf("open window %v does not match the window size %dµs", r.Window, e.cfg.Window.Size)
+		}
+		if e.closes(r.Window.Start) {
+			return fmt.Errorf("open window %v is already closed by the watermark %d", r.Window, e.w)
+		}
+		k := slotKey{start: r.Window.Start, key: r.Key}
+		if _, dup := e.index[k]; dup {
+			return fmt.Errorf("open window %v key %s listed twice", r.Window, r.Key)
+		}
+		idx := e.newSlot(r.Window.Start, r.Key)
+		e.slots[idx].agg = r.Agg
+		e.index[k] = idx
+	}
+	return nil
+}
+
+// stateMagic starts every encoded State; the last byte is the format version.
+const stateMagic = "TMST\x01"
+
+var errStateTruncated = errors.New("stream: state truncated or malformed")
+
+// MarshalBinary encodes the state: a magic and version, varint fields, and
+// a CRC-32C of everything before it.
+func (s *State) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, 64+len(s.Sources)*32+len(s.Open)*48)
+	b = append(b, stateMagic...)
+	b = binary.AppendVarint(b, s.Window.Size)
+	b = binary.AppendVarint(b, s.Window.Slide)
+	b = appendBool(b, s.HasWatermark)
+	b = binary.AppendVarint(b, s.Watermark)
+	b = binary.AppendUvarint(b, uint64(len(s.Sources)))
+	for _, src := range s.Sources {
+		b = appendString(b, src.Name)
+		b = appendBool(b, src.HasEventTime)
+		b = binary.AppendVarint(b, src.MaxEventTime)
+		b = binary.AppendVarint(b, src.LastSeen)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.Open)))
+	for _, r := range s.Open {
+		b = binary.AppendVarint(b, r.Window.Start)
+		b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
+		b = appendString(b, string(r.Key))
+		b = binary.AppendVarint(b, r.Agg.Count)
+		b = binary.AppendVarint(b, r.Agg.Values)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// UnmarshalBinary decodes what MarshalBinary wrote, replacing s. It checks
+// the magic, the checksum and every length, so a damaged checkpoint is an
+// error and never a panic.
+func (s *State) UnmarshalBinary(data []byte) error {
+	if len(data) < len(stateMagic)+4 || string(data[:len(stateMagic)]) != stateMagic {
+		return errors.New("stream: state: bad magic or version")
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return errors.New("stream: state: checksum mismatch")
+	}
+	d := decoder{b: body[len(stateMagic):]}
+	var st State
+	st.Window.Size = d.varint()
+	st.Window.Slide = d.varint()
+	st.HasWatermark = d.bool()
+	st.Watermark = d.varint()
+	n := d.count(4)
+	st.Sources = make([]SourceState, 0, n)
+	for range n {
+		var src SourceState
+		src.Name = d.string()
+		src.HasEventTime = d.bool()
+		src.MaxEventTime = d.varint()
+		src.LastSeen = d.varint()
+		st.Sources = append(st.Sources, src)
+	}
+	n = d.count(29)
+	st.Open = make([]tidemark.Result, 0, n)
+	for range n {
+		var r tidemark.Result
+		r.Window.Start = d.varint()
+		r.Window.End = r.Window.Start + d.varint()
+		r.Key = tidemark.Key(d.string())
+		r.Agg.Count = d.varint()
+		r.Agg.Values = d.varint()
+		r.Agg.Sum = math.Float64frombits(d.uint64())
+		r.Agg.Min = math.Float64frombits(d.uint64())
+		r.Agg.Max = math.Float64frombits(d.uint64())
+		st.Open = append(st.Open, r)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("stream: state: %d trailing bytes", len(d.b))
+	}
+	*s = st
+	return nil
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads fields, remembering the first error; after one every read
+// returns zero.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail() {
+	if d.err == nil {
+		d.err = errStateTruncated
+	}
+	d.b = nil
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint64() uint64 {
+	if len(d.b) < 8 {
+		d.fail()
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) bool() bool {
+	if len(d.b) < 1 || d.b[0] > 1 {
+		d.fail()
+		return false
+	}
+	v := d.b[0] == 1
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// count reads an element count, rejecting one that the remaining bytes
+// cannot hold at minSize bytes per element, so a corrupt count cannot make
+// the decoder allocate without bound.
+func (d *decoder) count(minSize int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/minSize) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
