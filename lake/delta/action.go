@@ -151,14 +151,14 @@ type wireAdd struct {
 }
 
 type wireRemove struct {
-	Path                 string             `json:"path"`
-	DeletionTimestamp    *int64             `json:"deletionTimestamp,omitempty"`
-	DataChange           bool               `json:"dataChange"`
-	ExtendedFileMetadata *bool              `json:"extendedFileMetadata,omitempty"`
-	PartitionValues      map[string]*string `json:"partitionValues,omitempty"`
-	Size                 *int64             `json:"size,omitempty"`
-	Stats                *string            `json:"stats,omitempty"`
-	DeletionVector       json.RawMessage    `json:"deletionVector,omitempty"`
+	Path                 string              `json:"path"`
+	DeletionTimestamp    *int64              `json:"deletionTimestamp,omitempty"`
+	DataChange           bool                `json:"dataChange"`
+	ExtendedFileMetadata *bool               `json:"extendedFileMetadata,omitempty"`
+	PartitionValues      *map[string]*string `json:"partitionValues,omitempty"`
+	Size                 *int64              `json:"size,omitempty"`
+	Stats                *string             `json:"stats,omitempty"`
+	DeletionVector       json.RawMessage     `json:"deletionVector,omitempty"`
 }
 
 type wireCommitInfo struct {
@@ -228,7 +228,8 @@ func (a Action) MarshalJSON() ([]byte, error) {
 		if r.ExtendedFileMetadata {
 			t := true
 			w.ExtendedFileMetadata = &t
-			w.PartitionValues = nonNilPV(r.PartitionValues)
+			pv := nonNilPV(r.PartitionValues)
+			w.PartitionValues = &pv
 			w.Size = &r.Size
 		}
 		key, v = "remove", w
@@ -380,7 +381,10 @@ func decodeRemove(raw json.RawMessage) (*Remove, error) {
 	if !isNull(w.DeletionVector) {
 		return nil, fmt.Errorf("%w: deletionVectors (remove %s)", ErrUnsupported, w.Path)
 	}
-	r := &Remove{Path: w.Path, DataChange: w.DataChange, PartitionValues: w.PartitionValues}
+	r := &Remove{Path: w.Path, DataChange: w.DataChange}
+	if w.PartitionValues != nil {
+		r.PartitionValues = *w.PartitionValues
+	}
 	if w.DeletionTimestamp != nil {
 		r.DeletionTimestamp = *w.DeletionTimestamp
 	}
