@@ -135,7 +135,7 @@ func TestWatermarkPolicies(t *testing.T) {
 func TestSlidingCountsEveryWindow(t *testing.T) {
 	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 10, Slide: 2}}, nil)
 	e.Process([]tidemark.Record{ev("s", 20)}, t0) // W = 20; open starts 12..20
-	batch := []tidemark.Record{ev("s", 12)}        // windows starting 4..12; only [12,22) is open
+	batch := []tidemark.Record{ev("s", 12)}       // windows starting 4..12; only [12,22) is open
 	res := e.Process(batch, t0)
 	if batch[0].Status != tidemark.StatusLate || res.Dropped != 1 {
 		t.Errorf("got %v, dropped %d; want late, 1", batch[0].Status, res.Dropped)
@@ -180,7 +180,9 @@ func TestAggregates(t *testing.T) {
 
 func TestUpdateMode(t *testing.T) {
 	a, b := tidemark.MakeKey(tidemark.KeyPart{Value: "a"}), tidemark.MakeKey(tidemark.KeyPart{Value: "b"})
-	rec := func(t int64, k tidemark.Key) tidemark.Record { return tidemark.Record{Source: "s", EventTime: t, Key: k} }
+	rec := func(t int64, k tidemark.Key) tidemark.Record {
+		return tidemark.Record{Source: "s", EventTime: t, Key: k}
+	}
 	steps := []struct {
 		recs []tidemark.Record
 		want []string
