@@ -102,7 +102,7 @@ func (w *fileWriter) boolean(c int, v bool) {
 }
 
 // bytes stores b without copying it until the chunk is handed to parquet-go
-// (which copies), so b must stay unchanged until the next endRow.
+// (which copies), so b must stay unchanged until flushChunk or finish.
 func (w *fileWriter) bytes(c int, b []byte) {
 	w.vals[c] = append(w.vals[c], parquet.ByteArrayValue(b).Level(0, w.def[c], w.leaf[c]))
 	w.stats[c].addBytes(b)

@@ -1,0 +1,299 @@
+package lake
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"tidemark"
+	"tidemark/lake/delta"
+)
+
+// Batch is one stream micro-batch for the lake: its records (valid ones go
+// to raw_events with their Status and Disorder, quarantined ones to
+// quarantine) and the windows it emitted (upserted into window_results).
+type Batch struct {
+	AppID      string // the stream's id: the Delta txn appId
+	BatchID    int64  // the txn version; a batch id already committed is skipped
+	Records    []tidemark.Record
+	Closed     []WindowRow
+	IngestTime int64 // µs; 0 means the lake's clock
+}
+
+// addFile is a written data file and the partition it belongs to.
+type addFile struct {
+	dataFile
+	pv map[string]*string
+}
+
+func (a addFile) action(now int64, dataChange bool) delta.Action {
+	return delta.Action{Add: &delta.Add{
+		Path:             delta.EncodePath(a.Path),
+		PartitionValues:  a.pv,
+		Size:             a.Size,
+		ModificationTime: now,
+		DataChange:       dataChange,
+		Stats:            a.Stats,
+	}}
+}
+
+// AppendBatch writes one micro-batch: at most one commit per table, each
+// with txn {AppID, BatchID}, so a replayed batch is a no-op in every table.
+// A table that gets no rows from the batch gets no commit.
+func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
+	ingest := b.IngestTime
+	if ingest == 0 {
+		ingest = l.clock().UnixMicro()
+	}
+	txn := &delta.Txn{AppID: b.AppID, Version: b.BatchID}
+	var valid, bad []int
+	for i := range b.Records {
+		if b.Records[i].Valid() {
+			valid = append(valid, i)
+		} else {
+			bad = append(bad, i)
+		}
+	}
+	params := map[string]string{"outputMode": "Append", "queryId": b.AppID, "epochId": strconv.FormatInt(b.BatchID, 10)}
+	if len(valid) > 0 {
+		err := l.appendTable(ctx, l.tables[TableRawEvents], txn, "STREAMING UPDATE", params, func() ([]addFile, error) {
+			return l.writeRaw(ctx, b.Records, valid, ingest, b.BatchID)
+		})
+		if err != nil {
+			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
+		}
+	}
+	if len(bad) > 0 {
+		err := l.appendTable(ctx, l.tables[TableQuarantine], txn, "STREAMING UPDATE", params, func() ([]addFile, error) {
+			return l.writeQuarantine(ctx, b.Records, bad, ingest, b.BatchID)
+		})
+		if err != nil {
+			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
+		}
+	}
+	if len(b.Closed) > 0 {
+		if _, err := l.merge(ctx, b.Closed, txn, "STREAMING UPDATE", params); err != nil {
+			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
+		}
+	}
+	return nil
+}
+
+// appendTable commits the files write produces as a blind append with txn,
+// unless the table already holds txn (then write is not even called).
+func (l *Lake) appendTable(ctx context.Context, h *handle, txn *delta.Txn, op string, params map[string]string, write func() ([]addFile, error)) error {
+	snap, err := h.dt.Snapshot(ctx, -1)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", h.def.name, err)
+	}
+	if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+		return nil
+	}
+	files, err := write()
+	if err != nil {
+		l.discard(ctx, h, files)
+		return fmt.Errorf("append %s: %w", h.def.name, err)
+	}
+	now := l.clock().UnixMilli()
+	var rows, size int64
+	actions := make([]delta.Action, len(files))
+	for i, f := range files {
+		actions[i] = f.action(now, true)
+		rows += f.Rows
+		size += f.Size
+	}
+	_, err = h.dt.Commit(ctx, &delta.Transaction{
+		ReadVersion:         snap.Version,
+		Actions:             actions,
+		Operation:           op,
+		OperationParameters: params,
+		OperationMetrics:    metrics(len(files), rows, size),
+		Txn:                 txn,
+	})
+	if errors.Is(err, delta.ErrAlreadyCommitted) {
+		l.discard(ctx, h, files) // a replay raced us; our copies are orphans
+		return nil
+	}
+	if err != nil {
+		// The commit may or may not have landed (an ambiguous store error):
+		// leave the files for vacuum rather than risk deleting live data.
+		return fmt.Errorf("append %s: %w", h.def.name, err)
+	}
+	return nil
+}
+
+func metrics(files int, rows, bytes int64) map[string]string {
+	return map[string]string{
+		"numFiles":       strconv.Itoa(files),
+		"numOutputRows":  strconv.FormatInt(rows, 10),
+		"numOutputBytes": strconv.FormatInt(bytes, 10),
+	}
+}
+
+// discard deletes data files that no commit references.
+func (l *Lake) discard(ctx context.Context, h *handle, files []addFile) {
+	for _, f := range files {
+		if err := l.st.Delete(ctx, h.dt.FileKey(f.Path)); err != nil {
+			l.log.Warn("delete uncommitted data file", "table", h.def.name, "path", f.Path, "error", err)
+		}
+	}
+}
+
+const (
+	usPerHour = int64(time.Hour / time.Microsecond)
+	usPerDay  = 24 * usPerHour
+)
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// dateOf renders the UTC date of a µs timestamp as YYYY-MM-DD.
+func dateOf(us int64) string {
+	return time.Unix(floorDiv(us, usPerDay)*86400, 0).UTC().Format(time.DateOnly)
+}
+
+func strp(s string) *string { return &s }
+
+// forEachKeyPart decodes a tidemark.Key without allocating, calling fn for
+// each of n parts; parts the key lacks are null.
+func forEachKeyPart(k tidemark.Key, n int, fn func(i int, v string, null bool)) {
+	s := string(k)
+	for i := range n {
+		if len(s) == 0 || s[0] == 0 {
+			fn(i, "", true)
+			if len(s) > 0 {
+				s = s[1:]
+			}
+			continue
+		}
+		ln, w := binary.Uvarint([]byte(s[1:min(len(s), 11)]))
+		if w <= 0 || uint64(len(s)-1-w) < ln {
+			fn(i, "", true)
+			s = ""
+			continue
+		}
+		start := 1 + w
+		fn(i, s[start:start+int(ln)], false)
+		s = s[start+int(ln):]
+	}
+}
+
+// writeRaw writes the valid records, one file per event hour.
+func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
+	t := l.tables[TableRawEvents].def
+	groups := map[int64][]int{}
+	var hours []int64
+	for _, i := range idx {
+		h := floorDiv(recs[i].EventTime, usPerHour)
+		if _, ok := groups[h]; !ok {
+			hours = append(hours, h)
+		}
+		groups[h] = append(groups[h], i)
+	}
+	slices.Sort(hours)
+	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
+	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
+	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
+	cValue := -1
+	if l.cfg.ValueField != "" {
+		cValue = t.col("value")
+	}
+	nk := len(l.cfg.Keys)
+	keyCol := make([]int, nk)
+	for i, k := range l.cfg.Keys {
+		keyCol[i] = t.col(k)
+	}
+	var out []addFile
+	for _, h := range hours {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		w, err := newFileWriter(t)
+		if err != nil {
+			return out, err
+		}
+		var setKey func(i int, v string, null bool)
+		setKey = func(i int, v string, null bool) {
+			if null {
+				w.null(keyCol[i])
+			} else {
+				w.str(keyCol[i], v)
+			}
+		}
+		for _, i := range groups[h] {
+			r := &recs[i]
+			w.long(cEvent, r.EventTime)
+			w.long(cArrival, r.Arrival)
+			w.long(cIngest, ingest)
+			forEachKeyPart(r.Key, nk, setKey)
+			if cValue >= 0 {
+				if r.HasValue {
+					w.double(cValue, r.Value)
+				} else {
+					w.null(cValue)
+				}
+			}
+			w.str(cStatus, r.Status.String())
+			w.long(cDisorder, r.Disorder)
+			w.str(cSource, r.Source)
+			w.str(cFile, r.File)
+			w.long(cOffset, r.Offset)
+			w.long(cBatch, batchID)
+			w.bytes(cPayload, r.Payload)
+			if err := w.endRow(); err != nil {
+				w.abort()
+				return out, err
+			}
+		}
+		date := dateOf(h * usPerHour)
+		hour := fmt.Sprintf("%02d", h-floorDiv(h, 24)*24)
+		f, err := w.finish(ctx, l.st, "event_date="+date+"/event_hour="+hour)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, addFile{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
+	}
+	return out, nil
+}
+
+// writeQuarantine writes the quarantined records, one file per ingest date
+// (one file: a batch has one ingest time).
+func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
+	t := l.tables[TableQuarantine].def
+	w, err := newFileWriter(t)
+	if err != nil {
+		return nil, err
+	}
+	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
+	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
+	for _, i := range idx {
+		r := &recs[i]
+		w.str(cReason, string(r.Reason))
+		w.str(cError, r.Err)
+		w.str(cSource, r.Source)
+		w.str(cFile, r.File)
+		w.long(cOffset, r.Offset)
+		w.long(cIngest, ingest)
+		w.long(cBatch, batchID)
+		w.bytes(cPayload, r.Payload)
+		if err := w.endRow(); err != nil {
+			w.abort()
+			return nil, err
+		}
+	}
+	date := dateOf(ingest)
+	f, err := w.finish(ctx, l.st, "ingest_date="+date)
+	if err != nil {
+		return nil, err
+	}
+	return []addFile{{f, map[string]*string{"ingest_date": strp(date)}}}, nil
+}

@@ -1,0 +1,263 @@
+// Package lake holds tidemark's four Delta tables (raw_events, quarantine,
+// window_results, reconcile_log) on a store.Store: their schemas, the
+// Parquet files behind them, appends, the copy-on-write upsert of window
+// results, scans of the raw events, compaction and vacuum. The Delta log
+// itself is package delta; the bytes live behind package store.
+package lake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"tidemark"
+	"tidemark/lake/delta"
+	"tidemark/lake/store"
+)
+
+// ErrNoLake is returned by Open when the store holds no lake and the Config
+// does not say how to create one (no window).
+var ErrNoLake = errors.New("lake: no lake here")
+
+// ErrConfigMismatch is returned by Open when the lake was created with other
+// keys, value field or window than the Config asks for.
+var ErrConfigMismatch = errors.New("lake: configuration differs from the lake's")
+
+// Table metadata configuration keys where a lake remembers its setup.
+const (
+	confKeys   = "tidemark.keys"     // JSON array of key field names
+	confValue  = "tidemark.value"    // value field name, "" for none
+	confWindow = "tidemark.windowUs" // window size, µs
+	confSlide  = "tidemark.slideUs"  // window slide, µs
+)
+
+// Config says what a lake holds. The zero Keys, ValueField and Window on an
+// existing lake mean "adopt what the lake remembers".
+type Config struct {
+	Keys       []string
+	ValueField string
+	Window     tidemark.WindowSpec
+	Logger     *slog.Logger     // nil discards
+	Clock      func() time.Time // nil means time.Now
+}
+
+func (c Config) adopt() bool {
+	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0
+}
+
+func (c Config) slide() int64 {
+	if c.Window.Slide <= 0 {
+		return c.Window.Size
+	}
+	return c.Window.Slide
+}
+
+// describe renders the setup as flags, for error messages.
+func (c Config) describe() string {
+	var b strings.Builder
+	for _, k := range c.Keys {
+		fmt.Fprintf(&b, "--key %s ", k)
+	}
+	if c.ValueField != "" {
+		fmt.Fprintf(&b, "--value %s ", c.ValueField)
+	}
+	fmt.Fprintf(&b, "--window %s", time.Duration(c.Window.Size)*time.Microsecond)
+	if c.slide() != c.Window.Size {
+		fmt.Fprintf(&b, " --slide %s", time.Duration(c.slide())*time.Microsecond)
+	}
+	return b.String()
+}
+
+func (c Config) configuration() map[string]string {
+	keys, _ := json.Marshal(c.Keys)
+	if c.Keys == nil {
+		keys = []byte("[]")
+	}
+	return map[string]string{
+		confKeys:   string(keys),
+		confValue:  c.ValueField,
+		confWindow: strconv.FormatInt(c.Window.Size, 10),
+		confSlide:  strconv.FormatInt(c.slide(), 10),
+	}
+}
+
+func configFrom(m map[string]string) (Config, error) {
+	var c Config
+	if err := json.Unmarshal([]byte(m[confKeys]), &c.Keys); err != nil {
+		return c, fmt.Errorf("table configuration %s=%q: %w", confKeys, m[confKeys], err)
+	}
+	c.ValueField = m[confValue]
+	size, err1 := strconv.ParseInt(m[confWindow], 10, 64)
+	slide, err2 := strconv.ParseInt(m[confSlide], 10, 64)
+	if err := errors.Join(err1, err2); err != nil || size <= 0 || slide <= 0 {
+		return c, fmt.Errorf("table configuration %s=%q %s=%q: not a window", confWindow, m[confWindow], confSlide, m[confSlide])
+	}
+	c.Window = tidemark.WindowSpec{Size: size, Slide: slide}
+	return c, nil
+}
+
+func sameSetup(a, b Config) bool {
+	return slices.Equal(a.Keys, b.Keys) && a.ValueField == b.ValueField &&
+		a.Window.Size == b.Window.Size && a.slide() == b.slide()
+}
+
+// Lake is an open lake: its four tables on one store. It is safe for
+// concurrent use; each method commits through the Delta log, which resolves
+// races between writers.
+type Lake struct {
+	st     store.Store
+	cfg    Config
+	log    *slog.Logger
+	clock  func() time.Time
+	tables map[string]*handle
+}
+
+// handle pairs a table's definition with its Delta log.
+type handle struct {
+	def *table
+	dt  *delta.Table
+}
+
+// Open opens the lake on st, creating missing tables. An existing lake's
+// remembered setup must equal cfg's (or cfg is zero and adopts it).
+func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	l := &Lake{st: st, log: cfg.Logger, clock: cfg.Clock, tables: map[string]*handle{}}
+	opts := delta.Options{Clock: cfg.Clock, Logger: cfg.Logger}
+	logs := map[string]*delta.Table{}
+	var remembered *Config
+	var rememberedBy string
+	var missing []string
+	for _, name := range tableNames {
+		dt := delta.Open(st, name, opts)
+		logs[name] = dt
+		snap, err := dt.Snapshot(ctx, -1)
+		if errors.Is(err, delta.ErrNoTable) {
+			missing = append(missing, name)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", st, err)
+		}
+		got, err := configFrom(snap.Metadata.Configuration)
+		if err != nil {
+			return nil, fmt.Errorf("open lake %s: table %s: %w", st, name, err)
+		}
+		if remembered == nil {
+			remembered, rememberedBy = &got, name
+		} else if !sameSetup(*remembered, got) {
+			return nil, fmt.Errorf("open lake %s: %w: table %s has %s but %s has %s", st, ErrConfigMismatch, rememberedBy, remembered.describe(), name, got.describe())
+		}
+	}
+	switch {
+	case remembered != nil && cfg.adopt():
+		cfg.Keys, cfg.ValueField, cfg.Window = remembered.Keys, remembered.ValueField, remembered.Window
+	case remembered != nil && !sameSetup(*remembered, cfg):
+		return nil, fmt.Errorf("open lake %s: %w: the lake was created with %s, this run asks for %s; use the same flags or another --lake", st, ErrConfigMismatch, remembered.describe(), cfg.describe())
+	case remembered == nil && cfg.adopt():
+		return nil, fmt.Errorf("open lake %s: %w (give --window and --key to create one)", st, ErrNoLake)
+	}
+	if cfg.Window.Slide <= 0 {
+		cfg.Window.Slide = cfg.Window.Size
+	}
+	if err := validate(cfg); err != nil {
+		return nil, fmt.Errorf("open lake %s: %w", st, err)
+	}
+	l.cfg = cfg
+	defs := map[string]*table{
+		TableRawEvents:     rawEventsTable(cfg.Keys, cfg.ValueField != ""),
+		TableQuarantine:    quarantineTable(),
+		TableWindowResults: windowResultsTable(cfg.Keys),
+		TableReconcileLog:  reconcileLogTable(cfg.Keys),
+	}
+	for _, name := range tableNames {
+		l.tables[name] = &handle{def: defs[name], dt: logs[name]}
+	}
+	for _, name := range missing {
+		if err := l.create(ctx, l.tables[name]); err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", st, err)
+		}
+	}
+	return l, nil
+}
+
+// validate refuses keys that would collide with the tables' own columns.
+func validate(cfg Config) error {
+	if cfg.Window.Size <= 0 {
+		return fmt.Errorf("window must be positive, got %d µs", cfg.Window.Size)
+	}
+	own := map[string]bool{}
+	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil)} {
+		for _, c := range t.cols {
+			own[c.name] = true
+		}
+		for _, p := range t.partCols {
+			own[p] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, k := range cfg.Keys {
+		switch {
+		case k == "":
+			return errors.New("empty --key name")
+		case own[k] || tidemark.ReservedColumn(k):
+			return fmt.Errorf("--key %s is the name of one of the lake's own columns", k)
+		case seen[k]:
+			return fmt.Errorf("--key %s given twice", k)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// create writes version 0 of a table. A racing creator may win; then its
+// setup must be ours.
+func (l *Lake) create(ctx context.Context, h *handle) error {
+	tx := &delta.Transaction{
+		ReadVersion: -1,
+		Operation:   "CREATE TABLE",
+		Actions: []delta.Action{
+			{Protocol: &delta.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}},
+			{Metadata: &delta.Metadata{
+				ID:               uuid.NewString(),
+				Format:           delta.Format{Provider: "parquet", Options: map[string]string{}},
+				SchemaString:     h.def.schemaString(),
+				PartitionColumns: append([]string{}, h.def.partCols...),
+				Configuration:    l.cfg.configuration(),
+				CreatedTime:      l.clock().UnixMilli(),
+			}},
+		},
+	}
+	_, err := h.dt.Commit(ctx, tx)
+	if err == nil {
+		return nil
+	}
+	snap, serr := h.dt.Snapshot(ctx, -1)
+	if serr != nil {
+		return fmt.Errorf("create table %s: %w", h.def.name, err)
+	}
+	got, cerr := configFrom(snap.Metadata.Configuration)
+	if cerr != nil || !sameSetup(got, l.cfg) {
+		return fmt.Errorf("create table %s: %w: created concurrently with %s", h.def.name, ErrConfigMismatch, got.describe())
+	}
+	return nil
+}
+
+// Config returns the lake's setup (as remembered, when Open adopted it).
+func (l *Lake) Config() Config { return l.cfg }
+
+// Store returns the store the lake lives in.
+func (l *Lake) Store() store.Store { return l.st }

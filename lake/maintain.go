@@ -1,0 +1,313 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tidemark/lake/delta"
+)
+
+// TableInfo summarises one table at its latest version.
+type TableInfo struct {
+	Name    string
+	Version int64
+	Files   int
+	Rows    int64 // from the files' stats
+	Bytes   int64
+}
+
+// Tables describes the lake's four tables.
+func (l *Lake) Tables(ctx context.Context) ([]TableInfo, error) {
+	var out []TableInfo
+	for _, name := range tableNames {
+		snap, err := l.tables[name].dt.Snapshot(ctx, -1)
+		if err != nil {
+			return nil, fmt.Errorf("describe %s: %w", name, err)
+		}
+		ti := TableInfo{Name: name, Version: snap.Version, Files: len(snap.Files)}
+		for _, a := range snap.Files {
+			ti.Bytes += a.Size
+			if s, err := delta.ParseStats(a.Stats); err == nil {
+				ti.Rows += s.NumRecords
+			}
+		}
+		out = append(out, ti)
+	}
+	return out, nil
+}
+
+// Report says what Compact or Vacuum did (or, dry run, would do).
+type Report struct {
+	Table        string // "" when the report covers every table
+	Version      int64  // the commit made, -1 for none
+	FilesRemoved int    // compact: files merged away; vacuum: files deleted
+	BytesRemoved int64
+	FilesAdded   int
+	BytesAdded   int64
+	Rows         int64    // rows rewritten
+	Deleted      []string // vacuum: store keys deleted (or to delete)
+	DryRun       bool
+}
+
+// Compact merges the files smaller than targetFileBytes within each
+// partition of table into files of about that size, in one dataChange=false
+// commit ("OPTIMIZE"). Rows and their partitions are unchanged. It conflicts
+// only with commits that remove the same files, and is then redone.
+func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes int64) (Report, error) {
+	h, ok := l.tables[tableName]
+	if !ok {
+		return Report{}, fmt.Errorf("compact: no table %q (have %s)", tableName, strings.Join(tableNames, ", "))
+	}
+	if targetFileBytes <= 0 {
+		targetFileBytes = 128 << 20
+	}
+	var rep Report
+	var written []addFile
+	v, err := h.dt.Update(ctx, func(snap *delta.Snapshot) (*delta.Transaction, error) {
+		l.discard(ctx, h, written)
+		written = nil
+		rep = Report{Table: tableName, Version: -1}
+		if snap == nil {
+			return nil, nil
+		}
+		now := l.clock().UnixMilli()
+		var actions []delta.Action
+		for _, group := range compactionGroups(snap.Files, targetFileBytes) {
+			f, rows, err := l.rewrite(ctx, h, group)
+			if err != nil {
+				return nil, err
+			}
+			written = append(written, f)
+			actions = append(actions, f.action(now, false))
+			rep.FilesAdded++
+			rep.BytesAdded += f.Size
+			rep.Rows += rows
+			for _, a := range group {
+				actions = append(actions, delta.Action{Remove: &delta.Remove{
+					Path: a.Path, DeletionTimestamp: now, DataChange: false, ExtendedFileMetadata: true,
+					PartitionValues: a.PartitionValues, Size: a.Size, Stats: a.Stats,
+				}})
+				rep.FilesRemoved++
+				rep.BytesRemoved += a.Size
+			}
+		}
+		if len(actions) == 0 {
+			return nil, nil
+		}
+		return &delta.Transaction{
+			Actions:             actions,
+			Operation:           "OPTIMIZE",
+			OperationParameters: map[string]string{"predicate": "[]", "targetFileBytes": strconv.FormatInt(targetFileBytes, 10)},
+			OperationMetrics: map[string]string{
+				"numRemovedFiles": strconv.Itoa(rep.FilesRemoved), "numAddedFiles": strconv.Itoa(rep.FilesAdded),
+				"numRemovedBytes": strconv.FormatInt(rep.BytesRemoved, 10), "numAddedBytes": strconv.FormatInt(rep.BytesAdded, 10),
+			},
+			// Compaction changes no data: only removing the same files
+			// concurrently conflicts, which Commit checks by path.
+			ReadPredicate: func(map[string]*string) bool { return false },
+		}, nil
+	})
+	if err != nil {
+		if errors.Is(err, delta.ErrConflict) {
+			l.discard(ctx, h, written)
+		}
+		return rep, fmt.Errorf("compact %s: %w", tableName, err)
+	}
+	if rep.FilesAdded > 0 {
+		rep.Version = v
+	}
+	return rep, nil
+}
+
+// compactionGroups bins each partition's small files (in path order) into
+// groups of at most target bytes; only groups of two or more are returned.
+func compactionGroups(files []delta.Add, target int64) [][]delta.Add {
+	byPart := map[string][]delta.Add{}
+	var parts []string
+	for _, a := range files {
+		if a.Size >= target {
+			continue
+		}
+		k := partKey(a.PartitionValues)
+		if _, ok := byPart[k]; !ok {
+			parts = append(parts, k)
+		}
+		byPart[k] = append(byPart[k], a)
+	}
+	slices.Sort(parts)
+	var out [][]delta.Add
+	for _, p := range parts {
+		var cur []delta.Add
+		var size int64
+		for _, a := range byPart[p] {
+			if len(cur) > 0 && size+a.Size > target {
+				if len(cur) > 1 {
+					out = append(out, cur)
+				}
+				cur, size = nil, 0
+			}
+			cur = append(cur, a)
+			size += a.Size
+		}
+		if len(cur) > 1 {
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+func partKey(pv map[string]*string) string {
+	keys := make([]string, 0, len(pv))
+	for k := range pv {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		if v := pv[k]; v != nil {
+			b.WriteString("=" + *v)
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// partDir renders the Hive directory of partition values, in the table's
+// partition column order.
+func partDir(t *table, pv map[string]*string) string {
+	parts := make([]string, len(t.partCols))
+	for i, c := range t.partCols {
+		v := "__HIVE_DEFAULT_PARTITION__"
+		if p := pv[c]; p != nil {
+			v = *p
+		}
+		parts[i] = c + "=" + v
+	}
+	return strings.Join(parts, "/")
+}
+
+// rewrite copies the rows of files (one partition) into one new file.
+func (l *Lake) rewrite(ctx context.Context, h *handle, files []delta.Add) (addFile, int64, error) {
+	t := h.def
+	w, err := newFileWriter(t)
+	if err != nil {
+		return addFile{}, 0, err
+	}
+	data := make([]colData, len(t.cols))
+	for _, a := range files {
+		if err := l.copyFile(ctx, w, a.Key(h.dt.Path()), data); err != nil {
+			w.abort()
+			return addFile{}, 0, err
+		}
+	}
+	f, err := w.finish(ctx, l.st, partDir(t, files[0].PartitionValues))
+	if err != nil {
+		return addFile{}, 0, err
+	}
+	return addFile{f, files[0].PartitionValues}, f.Rows, nil
+}
+
+func (l *Lake) copyFile(ctx context.Context, w *fileWriter, key string, data []colData) error {
+	fr, err := openFileReader(ctx, l.st, key)
+	if err != nil {
+		return err
+	}
+	defer fr.Close()
+	cols := w.t.cols
+	for rg := range fr.numRowGroups() {
+		n, err := fr.readRowGroup(rg, cols, data)
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			for c, col := range cols {
+				d := &data[c]
+				if d.isNull(i) {
+					w.null(c)
+					continue
+				}
+				switch col.kind {
+				case kindTimestamp, kindLong:
+					w.long(c, d.ints[i])
+				case kindDouble:
+					w.double(c, d.floats[i])
+				case kindBool:
+					w.boolean(c, d.bools[i])
+				default:
+					w.bytes(c, d.bytes[i])
+				}
+			}
+			if err := w.endRow(); err != nil {
+				return err
+			}
+		}
+		// The byte views point into data's arena, which the next row group
+		// overwrites: hand the pending rows to parquet-go first.
+		if err := w.flushChunk(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Vacuum deletes, in every table, the files that no version within retain
+// references: files neither active nor removed less than retain ago, and
+// files in no commit at all (orphans of crashed writes) older than retain.
+// It never touches _delta_log or hidden (_ or .) paths.
+func (l *Lake) Vacuum(ctx context.Context, retain time.Duration, dryRun bool) (Report, error) {
+	rep := Report{Version: -1, DryRun: dryRun}
+	cutoff := l.clock().Add(-retain)
+	for _, name := range tableNames {
+		h := l.tables[name]
+		snap, err := h.dt.Snapshot(ctx, -1)
+		if err != nil {
+			return rep, fmt.Errorf("vacuum %s: %w", name, err)
+		}
+		keep := map[string]bool{}
+		for _, a := range snap.Files {
+			keep[a.Key(h.dt.Path())] = true
+		}
+		for _, r := range snap.Tombstones {
+			if time.UnixMilli(r.DeletionTimestamp).After(cutoff) {
+				keep[r.Key(h.dt.Path())] = true
+			}
+		}
+		objs, err := l.st.List(ctx, h.dt.Path()+"/")
+		if err != nil {
+			return rep, fmt.Errorf("vacuum %s: %w", name, err)
+		}
+		for _, o := range objs {
+			rel := strings.TrimPrefix(o.Key, h.dt.Path()+"/")
+			if hidden(rel) || keep[o.Key] || o.ModTime.After(cutoff) {
+				continue
+			}
+			if !dryRun {
+				if err := l.st.Delete(ctx, o.Key); err != nil {
+					return rep, fmt.Errorf("vacuum %s: %w", name, err)
+				}
+			}
+			rep.Deleted = append(rep.Deleted, o.Key)
+			rep.FilesRemoved++
+			rep.BytesRemoved += o.Size
+		}
+	}
+	return rep, nil
+}
+
+// hidden reports whether a path within a table has a segment starting with
+// "_" or "." (the log, checkpoints, Hadoop's .crc files): vacuum leaves
+// those alone, as Delta's does.
+func hidden(rel string) bool {
+	for _, seg := range strings.Split(rel, "/") {
+		if strings.HasPrefix(seg, "_") || strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	return false
+}

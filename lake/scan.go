@@ -1,0 +1,360 @@
+package lake
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"tidemark"
+	"tidemark/lake/delta"
+)
+
+// Raw column names a RawQuery can ask for. "key" stands for all key columns.
+const (
+	ColEventTime   = "event_time"
+	ColArrivalTime = "arrival_time"
+	ColIngestTime  = "ingest_time"
+	ColKey         = "key"
+	ColValue       = "value"
+	ColStatus      = "status"
+	ColDisorder    = "disorder_us"
+	ColSource      = "source"
+	ColFile        = "file"
+	ColOffset      = "offset"
+	ColBatchID     = "batch_id"
+	ColPayload     = "payload"
+)
+
+// WindowColumns are the columns a window recomputation needs.
+var WindowColumns = []string{ColEventTime, ColKey, ColValue, ColStatus}
+
+var allRawColumns = []string{ColEventTime, ColArrivalTime, ColIngestTime, ColKey, ColValue, ColStatus, ColDisorder, ColSource, ColFile, ColOffset, ColBatchID, ColPayload}
+
+// RawQuery selects raw_events rows.
+type RawQuery struct {
+	// From and To bound event time, [From, To); use AllFrom/AllTo for no
+	// bound. The zero To is no upper bound either.
+	From, To int64
+	// Columns to fill in RawBatch (Col* names); nil means all.
+	Columns []string
+	// Status is "" (any), "ok" or "late".
+	Status string
+	// MinCommitVersion keeps only rows in files added after that version of
+	// raw_events (0: all files), for reconcile's "late rows since my last run".
+	MinCommitVersion int64
+	// Version is the raw_events version to read; <= 0 means the latest.
+	Version int64
+}
+
+// RawBatch is a chunk of raw_events rows, columnar. Only the requested
+// columns are filled (the others are nil); all filled slices have length N.
+// The slices are reused: they are valid only during the callback.
+type RawBatch struct {
+	N           int
+	EventTime   []int64
+	ArrivalTime []int64
+	IngestTime  []int64
+	Key         []tidemark.Key
+	Value       []float64
+	HasValue    []bool
+	Status      []tidemark.Status
+	Disorder    []int64
+	Source      []string
+	File        []string
+	Offset      []int64
+	BatchID     []int64
+	Payload     [][]byte
+	// Version is the raw_events version read.
+	Version int64
+}
+
+// ScanRaw calls fn with the matching raw_events rows, one chunk per row
+// group (bounded memory). Partitions are pruned by event_date/event_hour from
+// the log, files by their stats, row groups by their footer statistics, and
+// only the requested columns are decoded.
+func (l *Lake) ScanRaw(ctx context.Context, q RawQuery, fn func(RawBatch) error) error {
+	h := l.tables[TableRawEvents]
+	if q.To == 0 {
+		q.To = AllTo
+	}
+	if q.Status != "" && q.Status != "ok" && q.Status != "late" {
+		return fmt.Errorf("scan raw events: status %q: want ok or late", q.Status)
+	}
+	version := q.Version
+	if version <= 0 {
+		version = -1
+	}
+	snap, err := h.dt.Snapshot(ctx, version)
+	if err != nil {
+		return fmt.Errorf("scan raw events: %w", err)
+	}
+	files := snap.Files
+	if q.MinCommitVersion > 0 {
+		old, err := h.dt.Snapshot(ctx, q.MinCommitVersion)
+		if err != nil {
+			return fmt.Errorf("scan raw events since version %d: %w", q.MinCommitVersion, err)
+		}
+		before := make(map[string]bool, len(old.Files))
+		for _, a := range old.Files {
+			before[a.Path] = true
+		}
+		files = slices.DeleteFunc(slices.Clone(files), func(a delta.Add) bool { return before[a.Path] })
+	}
+	s, err := l.newRawScanner(q)
+	if err != nil {
+		return err
+	}
+	s.batch.Version = snap.Version
+	for i := range files {
+		a := &files[i]
+		if !s.wantFile(a) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.scanFile(ctx, a.Key(h.dt.Path()), fn); err != nil {
+			return fmt.Errorf("scan raw events: %w", err)
+		}
+	}
+	return nil
+}
+
+// rawScanner holds the reusable buffers of one scan.
+type rawScanner struct {
+	l      *Lake
+	q      RawQuery
+	want   map[string]bool
+	cols   []column // columns to decode
+	idx    map[string]int
+	data   []colData
+	keyCol []int // indexes into cols of the key columns
+	batch  RawBatch
+	keys   map[string]tidemark.Key // interned
+	strs   map[string]string       // interned source/file names
+	kb     []byte
+	sel    []int
+}
+
+func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
+	t := l.tables[TableRawEvents].def
+	s := &rawScanner{l: l, q: q, want: map[string]bool{}, idx: map[string]int{}, keys: map[string]tidemark.Key{}, strs: map[string]string{}}
+	names := q.Columns
+	if names == nil {
+		names = allRawColumns
+	}
+	for _, n := range names {
+		if !slices.Contains(allRawColumns, n) {
+			return nil, fmt.Errorf("scan raw events: unknown column %q", n)
+		}
+		s.want[n] = true
+	}
+	add := func(name string) int {
+		if i, ok := s.idx[name]; ok {
+			return i
+		}
+		s.idx[name] = len(s.cols)
+		s.cols = append(s.cols, t.cols[t.col(name)])
+		return len(s.cols) - 1
+	}
+	add(ColEventTime) // always: the time filter
+	if q.Status != "" {
+		add(ColStatus)
+	}
+	for n := range s.want {
+		switch {
+		case n == ColKey:
+			for _, k := range l.cfg.Keys {
+				s.keyCol = append(s.keyCol, add(k))
+			}
+		case n == ColValue && l.cfg.ValueField == "":
+			// no value column: every row has no value
+		default:
+			add(n)
+		}
+	}
+	s.data = make([]colData, len(s.cols))
+	return s, nil
+}
+
+// wantFile prunes by partition (event hour) and by event_time stats.
+func (s *rawScanner) wantFile(a *delta.Add) bool {
+	if d, hr := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]; d != nil && hr != nil {
+		if start, ok := hourStart(*d, *hr); ok && (start+usPerHour <= s.q.From || start >= s.q.To) {
+			return false
+		}
+	}
+	if lo, hi, ok := fileTimeRange(a, "event_time"); ok && (hi <= s.q.From || lo >= s.q.To) {
+		return false
+	}
+	return true
+}
+
+func hourStart(date, hour string) (int64, bool) {
+	d, err := parseDate(date)
+	if err != nil {
+		return 0, false
+	}
+	h, err := strconv.Atoi(hour)
+	if err != nil || h < 0 || h > 23 {
+		return 0, false
+	}
+	return d + int64(h)*usPerHour, true
+}
+
+func (s *rawScanner) scanFile(ctx context.Context, key string, fn func(RawBatch) error) error {
+	fr, err := openFileReader(ctx, s.l.st, key)
+	if err != nil {
+		return err
+	}
+	defer fr.Close()
+	for rg := range fr.numRowGroups() {
+		if lo, hi, ok := fr.int64Range(rg, ColEventTime); ok && (hi < s.q.From || lo >= s.q.To) {
+			continue
+		}
+		n, err := fr.readRowGroup(rg, s.cols, s.data)
+		if err != nil {
+			return err
+		}
+		s.fill(n)
+		if s.batch.N == 0 {
+			continue
+		}
+		if err := fn(s.batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fill selects the rows passing the filters and copies the wanted columns
+// into the batch.
+func (s *rawScanner) fill(n int) {
+	et := &s.data[s.idx[ColEventTime]]
+	var st *colData
+	if s.q.Status != "" {
+		st = &s.data[s.idx[ColStatus]]
+	}
+	s.sel = s.sel[:0]
+	for i := range n {
+		t := et.ints[i]
+		if t < s.q.From || t >= s.q.To {
+			continue
+		}
+		if st != nil && string(st.bytes[i]) != s.q.Status {
+			continue
+		}
+		s.sel = append(s.sel, i)
+	}
+	b := &s.batch
+	b.N = len(s.sel)
+	ints := func(want bool, name string, dst []int64) []int64 {
+		if !want {
+			return nil
+		}
+		c := &s.data[s.idx[name]]
+		dst = dst[:0]
+		for _, i := range s.sel {
+			dst = append(dst, c.ints[i])
+		}
+		return dst
+	}
+	b.EventTime = ints(s.want[ColEventTime], ColEventTime, b.EventTime)
+	b.ArrivalTime = ints(s.want[ColArrivalTime], ColArrivalTime, b.ArrivalTime)
+	b.IngestTime = ints(s.want[ColIngestTime], ColIngestTime, b.IngestTime)
+	b.Disorder = ints(s.want[ColDisorder], ColDisorder, b.Disorder)
+	b.Offset = ints(s.want[ColOffset], ColOffset, b.Offset)
+	b.BatchID = ints(s.want[ColBatchID], ColBatchID, b.BatchID)
+	if s.want[ColValue] {
+		b.Value, b.HasValue = b.Value[:0], b.HasValue[:0]
+		if i, ok := s.idx[ColValue]; ok {
+			c := &s.data[i]
+			for _, r := range s.sel {
+				b.Value = append(b.Value, c.floats[r])
+				b.HasValue = append(b.HasValue, !c.isNull(r))
+			}
+		} else {
+			b.Value = append(b.Value, make([]float64, len(s.sel))...)
+			b.HasValue = append(b.HasValue, make([]bool, len(s.sel))...)
+		}
+	}
+	if s.want[ColStatus] {
+		c := &s.data[s.idx[ColStatus]]
+		b.Status = b.Status[:0]
+		for _, r := range s.sel {
+			st := tidemark.StatusOK
+			if string(c.bytes[r]) == "late" {
+				st = tidemark.StatusLate
+			}
+			b.Status = append(b.Status, st)
+		}
+	}
+	if s.want[ColKey] {
+		b.Key = b.Key[:0]
+		for _, r := range s.sel {
+			s.kb = s.kb[:0]
+			for _, k := range s.keyCol {
+				c := &s.data[k]
+				s.kb = appendKeyPartBytes(s.kb, c.bytes[r], c.isNull(r))
+			}
+			k, ok := s.keys[string(s.kb)]
+			if !ok {
+				k = tidemark.Key(s.kb)
+				if len(s.keys) < 1<<20 { // bound the intern table
+					s.keys[string(k)] = k
+				}
+			}
+			b.Key = append(b.Key, k)
+		}
+	}
+	strs := func(want bool, name string, dst []string) []string {
+		if !want {
+			return nil
+		}
+		c := &s.data[s.idx[name]]
+		dst = dst[:0]
+		for _, r := range s.sel {
+			v, ok := s.strs[string(c.bytes[r])]
+			if !ok {
+				v = string(c.bytes[r])
+				if len(s.strs) < 1<<16 {
+					s.strs[v] = v
+				}
+			}
+			dst = append(dst, v)
+		}
+		return dst
+	}
+	b.Source = strs(s.want[ColSource], ColSource, b.Source)
+	b.File = strs(s.want[ColFile], ColFile, b.File)
+	if s.want[ColPayload] {
+		c := &s.data[s.idx[ColPayload]]
+		b.Payload = b.Payload[:0]
+		for _, r := range s.sel {
+			b.Payload = append(b.Payload, c.bytes[r])
+		}
+	}
+}
+
+// appendKeyPartBytes is tidemark.AppendKeyPart for a byte slice, without the
+// string conversion's allocation.
+func appendKeyPartBytes(dst, v []byte, null bool) []byte {
+	if null {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = binary.AppendUvarint(dst, uint64(len(v)))
+	return append(dst, v...)
+}
+
+// parseDate reads a YYYY-MM-DD partition value as µs at 00:00 UTC.
+func parseDate(s string) (int64, error) {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMicro(), nil
+}

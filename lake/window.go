@@ -1,0 +1,279 @@
+package lake
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"tidemark"
+	"tidemark/lake/delta"
+)
+
+// WindowRow is one row of window_results: a window's aggregate for one key
+// and how it got there.
+//
+// The table keeps count, sum, min and max; Agg.Values is not stored, so a
+// row read back has Values = Count when sum is non-null and 0 otherwise.
+type WindowRow struct {
+	tidemark.Result
+	Origin     string // "stream" or "batch"
+	Revision   int64  // 1 at first emission, +1 per correction
+	ComputedAt int64  // µs
+	Watermark  *int64 // W when emitted; nil for batch
+}
+
+// Origins of window rows.
+const (
+	OriginStream = "stream"
+	OriginBatch  = "batch"
+)
+
+// windowID identifies a row of window_results: at every version each
+// appears at most once.
+type windowID struct {
+	start, end int64
+	key        tidemark.Key
+}
+
+func (r *WindowRow) id() windowID { return windowID{r.Window.Start, r.Window.End, r.Key} }
+
+// compareKeys orders keys part by part, null first, then by value.
+func compareKeys(a, b tidemark.Key) int {
+	if a == b {
+		return 0
+	}
+	pa, pb := a.Parts(), b.Parts()
+	for i := range min(len(pa), len(pb)) {
+		switch {
+		case pa[i].Null && pb[i].Null:
+		case pa[i].Null:
+			return -1
+		case pb[i].Null:
+			return 1
+		default:
+			if c := strings.Compare(pa[i].Value, pb[i].Value); c != 0 {
+				return c
+			}
+		}
+	}
+	return cmp.Compare(len(pa), len(pb))
+}
+
+func sortWindowRows(rows []WindowRow) {
+	slices.SortFunc(rows, func(a, b WindowRow) int {
+		if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
+			return c
+		}
+		return compareKeys(a.Key, b.Key)
+	})
+}
+
+// writeWindowRows writes rows (all of one window_date) as one file.
+func (l *Lake) writeWindowRows(ctx context.Context, rows []WindowRow, date string) (addFile, error) {
+	t := l.tables[TableWindowResults].def
+	w, err := newFileWriter(t)
+	if err != nil {
+		return addFile{}, err
+	}
+	nk := len(l.cfg.Keys)
+	keyCol := make([]int, nk)
+	for i, k := range l.cfg.Keys {
+		keyCol[i] = t.col(k)
+	}
+	setKey := func(i int, v string, null bool) {
+		if null {
+			w.null(keyCol[i])
+		} else {
+			w.str(keyCol[i], v)
+		}
+	}
+	cStart, cEnd, cCount := t.col("window_start"), t.col("window_end"), t.col("count")
+	cSum, cMin, cMax, cFinal := t.col("sum"), t.col("min"), t.col("max"), t.col("final")
+	cOrigin, cRev, cComputed, cWM := t.col("origin"), t.col("revision"), t.col("computed_at"), t.col("watermark")
+	for i := range rows {
+		r := &rows[i]
+		w.long(cStart, r.Window.Start)
+		w.long(cEnd, r.Window.End)
+		forEachKeyPart(r.Key, nk, setKey)
+		w.long(cCount, r.Agg.Count)
+		if r.Agg.Values > 0 {
+			w.double(cSum, r.Agg.Sum)
+			w.double(cMin, r.Agg.Min)
+			w.double(cMax, r.Agg.Max)
+		} else {
+			w.null(cSum)
+			w.null(cMin)
+			w.null(cMax)
+		}
+		w.boolean(cFinal, r.Final)
+		w.str(cOrigin, r.Origin)
+		w.long(cRev, r.Revision)
+		w.long(cComputed, r.ComputedAt)
+		if r.Watermark != nil {
+			w.long(cWM, *r.Watermark)
+		} else {
+			w.null(cWM)
+		}
+		if err := w.endRow(); err != nil {
+			w.abort()
+			return addFile{}, err
+		}
+	}
+	f, err := w.finish(ctx, l.st, "window_date="+date)
+	if err != nil {
+		return addFile{}, err
+	}
+	return addFile{f, map[string]*string{"window_date": strp(date)}}, nil
+}
+
+// readWindowRows reads every row of one window_results file.
+func (l *Lake) readWindowRows(ctx context.Context, key string) ([]WindowRow, error) {
+	t := l.tables[TableWindowResults].def
+	fr, err := openFileReader(ctx, l.st, key)
+	if err != nil {
+		return nil, err
+	}
+	defer fr.Close()
+	data := make([]colData, len(t.cols))
+	nk := len(l.cfg.Keys)
+	keyCol := make([]int, nk)
+	for i, k := range l.cfg.Keys {
+		keyCol[i] = t.col(k)
+	}
+	var out []WindowRow
+	var kb []byte
+	for rg := range fr.numRowGroups() {
+		n, err := fr.readRowGroup(rg, t.cols, data)
+		if err != nil {
+			return nil, err
+		}
+		col := func(name string) *colData { return &data[t.col(name)] }
+		start, end, count := col("window_start"), col("window_end"), col("count")
+		sum, mn, mx, final := col("sum"), col("min"), col("max"), col("final")
+		origin, rev, computed, wm := col("origin"), col("revision"), col("computed_at"), col("watermark")
+		for i := range n {
+			kb = kb[:0]
+			for _, c := range keyCol {
+				kb = tidemark.AppendKeyPart(kb, string(data[c].bytes[i]), data[c].isNull(i))
+			}
+			r := WindowRow{
+				Result: tidemark.Result{
+					Window: tidemark.Window{Start: start.ints[i], End: end.ints[i]},
+					Key:    tidemark.Key(kb),
+					Agg:    tidemark.Agg{Count: count.ints[i]},
+					Final:  final.bools[i],
+				},
+				Origin:     string(origin.bytes[i]),
+				Revision:   rev.ints[i],
+				ComputedAt: computed.ints[i],
+			}
+			if !sum.isNull(i) {
+				r.Agg.Values = r.Agg.Count
+				r.Agg.Sum, r.Agg.Min, r.Agg.Max = sum.floats[i], mn.floats[i], mx.floats[i]
+			}
+			if !wm.isNull(i) {
+				v := wm.ints[i]
+				r.Watermark = &v
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// fileTimeRange returns a timestamp column's bounds of a file from its Delta stats, widened by the 1 ms the stats
+// truncate away; ok=false when the stats do not say.
+func fileTimeRange(a *delta.Add, col string) (lo, hi int64, ok bool) {
+	if a.Stats == "" {
+		return 0, 0, false
+	}
+	s, err := delta.ParseStats(a.Stats)
+	if err != nil {
+		return 0, 0, false
+	}
+	lo, ok1 := parseStatsTime(s.MinValues[col])
+	hi, ok2 := parseStatsTime(s.MaxValues[col])
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	return lo, hi + 1000, true
+}
+
+// dateBounds returns the window_date/event_date strings covering [from, to),
+// "" for a side outside years 0001-9999 (unbounded).
+func dateBounds(from, to int64) (lo, hi string) {
+	const minUs, maxUs = -62135596800000000, 253402300799000000
+	if from > minUs && from < maxUs {
+		lo = dateOf(from)
+	}
+	if to > minUs && to < maxUs {
+		hi = dateOf(to - 1)
+	}
+	return lo, hi
+}
+
+func inDates(d, lo, hi string) bool {
+	return (lo == "" || d >= lo) && (hi == "" || d <= hi)
+}
+
+// Windows returns the window_results rows with window_start in [from, to)
+// at version (<= 0: latest), sorted by window and key.
+func (l *Lake) Windows(ctx context.Context, from, to int64, version int64) ([]WindowRow, error) {
+	h := l.tables[TableWindowResults]
+	if version <= 0 {
+		version = -1
+	}
+	snap, err := h.dt.Snapshot(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("read window results: %w", err)
+	}
+	lo, hi := dateBounds(from, to)
+	var out []WindowRow
+	for i := range snap.Files {
+		a := &snap.Files[i]
+		if d := a.PartitionValues["window_date"]; d != nil && !inDates(*d, lo, hi) {
+			continue
+		}
+		if flo, fhi, ok := fileTimeRange(a, "window_start"); ok && (fhi <= from || flo >= to) {
+			continue
+		}
+		rows, err := l.readWindowRows(ctx, a.Key(h.dt.Path()))
+		if err != nil {
+			return nil, fmt.Errorf("read window results: %w", err)
+		}
+		for _, r := range rows {
+			if r.Window.Start >= from && r.Window.Start < to {
+				out = append(out, r)
+			}
+		}
+	}
+	sortWindowRows(out)
+	return out, nil
+}
+
+// AllFrom and AllTo are the widest [from, to) range, for Windows and ScanRaw.
+const (
+	AllFrom int64 = math.MinInt64
+	AllTo   int64 = math.MaxInt64
+)
+
+// parseStatsTime reads a timestamp bound from Delta stats
+// ("2026-01-01T10:00:00.000Z", or with an offset as Spark writes).
+func parseStatsTime(v any) (int64, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixMicro(), true
+}
