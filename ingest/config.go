@@ -1,0 +1,119 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults for DecoderConfig's zero values.
+const (
+	DefaultTimeField    = "event_time"
+	DefaultMaxFuture    = time.Hour
+	DefaultMaxLineBytes = 1 << 20
+)
+
+// Input formats.
+const (
+	FormatNDJSON = "ndjson"
+	FormatCSV    = "csv"
+)
+
+// DecoderConfig says how a line becomes a record. The zero value decodes
+// NDJSON with the event time in "event_time" as RFC 3339 or epoch seconds.
+type DecoderConfig struct {
+	Format       string        // "ndjson" (default) or "csv"
+	TimeField    string        // default "event_time"
+	TimeUnit     string        // unit of numeric epochs: "s" (default), "ms", "us", "ns"
+	TimeLayout   string        // optional Go layout for string times, instead of RFC 3339
+	Keys         []string      // grouping fields, in order
+	ValueField   string        // optional numeric field to aggregate
+	ArrivalField string        // optional field holding the arrival time
+	MaxFuture    time.Duration // event time allowed ahead of arrival; 0 = 1h, < 0 disables
+	MaxLineBytes int           // longest line accepted; 0 = 1 MiB
+}
+
+// withDefaults returns c with zero values replaced by the defaults.
+func (c DecoderConfig) withDefaults() DecoderConfig {
+	if c.Format == "" {
+		c.Format = FormatNDJSON
+	}
+	if c.TimeField == "" {
+		c.TimeField = DefaultTimeField
+	}
+	if c.TimeUnit == "" {
+		c.TimeUnit = "s"
+	}
+	if c.MaxFuture == 0 {
+		c.MaxFuture = DefaultMaxFuture
+	}
+	if c.MaxLineBytes == 0 {
+		c.MaxLineBytes = DefaultMaxLineBytes
+	}
+	return c
+}
+
+// Validate reports the first problem with the configuration.
+func (c DecoderConfig) Validate() error {
+	c = c.withDefaults()
+	switch c.Format {
+	case FormatNDJSON, FormatCSV:
+	default:
+		return fmt.Errorf("ingest: unknown format %q (want ndjson or csv)", c.Format)
+	}
+	if _, err := unitMicros(c.TimeUnit); err != nil {
+		return err
+	}
+	if c.MaxLineBytes < 0 {
+		return fmt.Errorf("ingest: max line bytes must be positive, got %d", c.MaxLineBytes)
+	}
+	seen := map[string]string{c.TimeField: "time field"}
+	check := func(name, role string) error {
+		if name == "" {
+			return fmt.Errorf("ingest: empty %s name", role)
+		}
+		if prev, ok := seen[name]; ok {
+			return fmt.Errorf("ingest: field %q is both the %s and the %s", name, prev, role)
+		}
+		seen[name] = role
+		return nil
+	}
+	for _, k := range c.Keys {
+		if err := check(k, "key"); err != nil {
+			return err
+		}
+	}
+	if c.ValueField != "" {
+		if err := check(c.ValueField, "value field"); err != nil {
+			return err
+		}
+	}
+	if c.ArrivalField != "" {
+		if err := check(c.ArrivalField, "arrival field"); err != nil {
+			return err
+		}
+	}
+	if c.TimeLayout != "" {
+		ref := time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)
+		if _, err := time.Parse(c.TimeLayout, ref.Format(c.TimeLayout)); err != nil {
+			return fmt.Errorf("ingest: time layout %q does not round-trip: %w", c.TimeLayout, err)
+		}
+	}
+	return nil
+}
+
+// unitMicros returns how many of unit make a microsecond, as a (mul, div) pair
+// folded into one signed number: > 0 multiplies, < 0 divides.
+func unitMicros(unit string) (int64, error) {
+	switch unit {
+	case "s", "":
+		return 1_000_000, nil
+	case "ms":
+		return 1_000, nil
+	case "us", "µs":
+		return 1, nil
+	case "ns":
+		return -1_000, nil
+	}
+	return 0, errors.New("ingest: unknown time unit " + fmt.Sprintf("%q", unit) + " (want s, ms, us or ns)")
+}

@@ -1,0 +1,136 @@
+package ingest
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	"tidemark"
+)
+
+// Decoder fills a record's event fields from its Payload. The caller sets
+// Source, File, Offset, Payload and a default Arrival (the read wall clock)
+// first; Decode sets EventTime, Key, Value, HasValue, Reason and Err, and
+// Arrival when the configuration names an arrival field. A bad line becomes
+// a quarantine record; Decode never fails or panics.
+//
+// A Decoder reuses internal buffers and is not safe for concurrent use.
+type Decoder interface {
+	Decode(r *tidemark.Record)
+}
+
+// NewDecoder returns the NDJSON decoder for an NDJSON configuration. CSV
+// needs the file's header first: use NewCSVDecoder.
+func NewDecoder(cfg DecoderConfig) (Decoder, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Format == FormatCSV {
+		return nil, fmt.Errorf("ingest: a csv decoder needs the header line: use NewCSVDecoder")
+	}
+	return NewNDJSONDecoder(cfg)
+}
+
+// fields is the decoding state both formats share: the parsed time and
+// value settings and the reused key buffer with its intern table.
+type fields struct {
+	cfg        DecoderConfig
+	tp         timeParser
+	maxFuture  int64 // µs; < 0 disables
+	keyBuf     []byte
+	scratch    []byte
+	intern     map[string]tidemark.Key
+	internSize int
+}
+
+func newFields(cfg DecoderConfig) (fields, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return fields{}, err
+	}
+	tp, err := newTimeParser(cfg.TimeLayout, cfg.TimeUnit)
+	if err != nil {
+		return fields{}, err
+	}
+	mf := int64(-1)
+	if cfg.MaxFuture >= 0 {
+		mf = cfg.MaxFuture.Microseconds()
+	}
+	return fields{cfg: cfg, tp: tp, maxFuture: mf, intern: map[string]tidemark.Key{}, internSize: 1 << 16}, nil
+}
+
+// key returns the Key for the parts accumulated in keyBuf, interned so a
+// repeated key costs no allocation.
+func (f *fields) key() tidemark.Key {
+	if len(f.keyBuf) == 0 {
+		return ""
+	}
+	if k, ok := f.intern[string(f.keyBuf)]; ok {
+		return k
+	}
+	k := tidemark.Key(f.keyBuf)
+	if len(f.intern) >= f.internSize {
+		clear(f.intern) // bounded: high-cardinality keys just stop being interned for a while
+	}
+	f.intern[string(k)] = k
+	return k
+}
+
+// checkFuture quarantines an event too far ahead of its arrival.
+func (f *fields) checkFuture(r *tidemark.Record) {
+	if f.maxFuture < 0 || r.EventTime <= r.Arrival || r.EventTime-r.Arrival <= f.maxFuture {
+		return
+	}
+	r.Reason = tidemark.ReasonFutureTime
+	r.Err = fmt.Sprintf("event time %s is %s ahead of arrival %s (max %s)",
+		tidemark.FormatTime(r.EventTime), fmtMicros(r.EventTime-r.Arrival),
+		tidemark.FormatTime(r.Arrival), f.cfg.MaxFuture)
+}
+
+// parseValue parses a numeric value given as a number or numeric string.
+func parseValue(b []byte) (float64, bool) {
+	if !validNumber(b) {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64)
+	if err != nil || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+// quarantine marks r as bad with reason and detail, clearing event fields.
+func quarantine(r *tidemark.Record, reason tidemark.Reason, err string) {
+	r.Reason, r.Err = reason, err
+	r.EventTime, r.Key, r.Value, r.HasValue = 0, "", 0, false
+}
+
+// resetEvent clears the fields a decoder sets.
+func resetEvent(r *tidemark.Record) {
+	r.EventTime, r.Key, r.Value, r.HasValue = 0, "", 0, false
+	r.Reason, r.Err = tidemark.ReasonNone, ""
+}
+
+// badUTF8 returns the quarantine detail for an invalid UTF-8 line.
+func badUTF8(b []byte) string {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return fmt.Sprintf("invalid UTF-8 at byte %d", i)
+		}
+		i += n
+	}
+	return "invalid UTF-8"
+}
+
+func fmtMicros(us int64) string {
+	return strconv.FormatFloat(float64(us)/1e6, 'f', -1, 64) + "s"
+}
+
+// quote renders a field value for an error message, shortened.
+func quote(b []byte) string {
+	if len(b) > 64 {
+		return strconv.Quote(string(b[:64])) + "..."
+	}
+	return strconv.Quote(string(b))
+}

@@ -1,0 +1,619 @@
+package ingest
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"tidemark"
+)
+
+// maxDepth is encoding/json's nesting limit, so both accept the same lines.
+const maxDepth = 10000
+
+type jsonKind uint8
+
+const (
+	kindNone jsonKind = iota
+	kindString
+	kindNumber
+	kindTrue
+	kindFalse
+	kindNull
+	kindObject
+	kindArray
+)
+
+func (k jsonKind) String() string {
+	return [...]string{"absent", "string", "number", "true", "false", "null", "object", "array"}[k]
+}
+
+// span locates one top-level field value in the line. For strings it
+// covers the contents without the quotes.
+type span struct {
+	start, end int
+	kind       jsonKind
+	escaped    bool
+}
+
+// NDJSONDecoder decodes one JSON object per line with a single-pass scanner
+// that validates the whole line (the same lines encoding/json.Valid accepts)
+// and extracts only the configured top-level fields, without reflection and
+// without allocating for a well-formed line with an already seen key.
+//
+// When a top-level field appears more than once the last occurrence wins,
+// as with encoding/json.Unmarshal into a map. Invalid UTF-8 anywhere in a
+// line makes it bad_utf8, before any other check.
+type NDJSONDecoder struct {
+	fields
+	names   []string // wanted fields by slot
+	timeIdx int
+	keyIdx  []int
+	valIdx  int // -1 if none
+	arrIdx  int // -1 if none
+	spans   []span
+	stack   []byte
+	errPos  int
+	errMsg  string
+	utf8Bad bool
+}
+
+var _ Decoder = (*NDJSONDecoder)(nil)
+
+// NewNDJSONDecoder validates cfg and returns a decoder.
+func NewNDJSONDecoder(cfg DecoderConfig) (*NDJSONDecoder, error) {
+	f, err := newFields(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &NDJSONDecoder{fields: f, valIdx: -1, arrIdx: -1}
+	d.timeIdx = d.slot(f.cfg.TimeField)
+	for _, k := range f.cfg.Keys {
+		d.keyIdx = append(d.keyIdx, d.slot(k))
+	}
+	if f.cfg.ValueField != "" {
+		d.valIdx = d.slot(f.cfg.ValueField)
+	}
+	if f.cfg.ArrivalField != "" {
+		d.arrIdx = d.slot(f.cfg.ArrivalField)
+	}
+	d.spans = make([]span, len(d.names))
+	return d, nil
+}
+
+func (d *NDJSONDecoder) slot(name string) int {
+	for i, n := range d.names {
+		if n == name {
+			return i
+		}
+	}
+	d.names = append(d.names, name)
+	return len(d.names) - 1
+}
+
+// Decode implements Decoder.
+func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
+	resetEvent(r)
+	line := r.Payload
+	for i := range d.spans {
+		d.spans[i] = span{}
+	}
+	if !d.scan(line) {
+		if d.utf8Bad || !utf8.Valid(line) {
+			quarantine(r, tidemark.ReasonBadUTF8, badUTF8(line))
+			return
+		}
+		quarantine(r, tidemark.ReasonMalformed, fmt.Sprintf("malformed JSON at byte %d: %s", d.errPos, d.errMsg))
+		return
+	}
+	// Time.
+	ts := d.spans[d.timeIdx]
+	t, reason, msg := d.timeOf(line, ts, d.cfg.TimeField)
+	if reason != tidemark.ReasonNone {
+		quarantine(r, reason, msg)
+		return
+	}
+	r.EventTime = t
+	if d.arrIdx >= 0 {
+		as := d.spans[d.arrIdx]
+		if as.kind != kindNone && as.kind != kindNull {
+			a, reason, msg := d.timeOf(line, as, d.cfg.ArrivalField)
+			if reason != tidemark.ReasonNone {
+				quarantine(r, tidemark.ReasonBadTime, msg)
+				return
+			}
+			r.Arrival = a
+		}
+	}
+	if d.valIdx >= 0 {
+		vs := d.spans[d.valIdx]
+		switch vs.kind {
+		case kindNone, kindNull:
+		case kindNumber, kindString:
+			b := d.text(line, vs)
+			v, ok := parseValue(b)
+			if !ok {
+				quarantine(r, tidemark.ReasonBadValue, fmt.Sprintf("value field %q is not a finite number: %s", d.cfg.ValueField, quote(b)))
+				return
+			}
+			r.Value, r.HasValue = v, true
+		default:
+			quarantine(r, tidemark.ReasonBadValue, fmt.Sprintf("value field %q is %s, not a number", d.cfg.ValueField, vs.kind))
+			return
+		}
+	}
+	if len(d.keyIdx) > 0 {
+		d.keyBuf = d.keyBuf[:0]
+		for _, i := range d.keyIdx {
+			ks := d.spans[i]
+			switch ks.kind {
+			case kindNone, kindNull:
+				d.keyBuf = tidemark.AppendKeyPart(d.keyBuf, "", true)
+			case kindObject, kindArray:
+				d.scratch = appendCompact(d.scratch[:0], line[ks.start:ks.end])
+				d.keyBuf = appendKeyBytes(d.keyBuf, d.scratch)
+			default:
+				d.keyBuf = appendKeyBytes(d.keyBuf, d.text(line, ks))
+			}
+		}
+		r.Key = d.key()
+	}
+	d.checkFuture(r)
+}
+
+// appendKeyBytes is tidemark.AppendKeyPart for a byte slice, without a
+// string conversion.
+func appendKeyBytes(dst, v []byte) []byte {
+	dst = append(dst, 1)
+	dst = appendUvarint(dst, uint64(len(v)))
+	return append(dst, v...)
+}
+
+func appendUvarint(dst []byte, x uint64) []byte {
+	for x >= 0x80 {
+		dst = append(dst, byte(x)|0x80)
+		x >>= 7
+	}
+	return append(dst, byte(x))
+}
+
+// text returns a scalar field's text: string contents unescaped, or the
+// literal of a number or bool. It may point into d.scratch.
+func (d *NDJSONDecoder) text(line []byte, s span) []byte {
+	b := line[s.start:s.end]
+	if s.kind == kindString && s.escaped {
+		d.scratch = appendUnescaped(d.scratch[:0], b)
+		return d.scratch
+	}
+	return b
+}
+
+func (d *NDJSONDecoder) timeOf(line []byte, s span, name string) (int64, tidemark.Reason, string) {
+	switch s.kind {
+	case kindNone:
+		return 0, tidemark.ReasonMissingTime, fmt.Sprintf("no field %q", name)
+	case kindNull:
+		return 0, tidemark.ReasonMissingTime, fmt.Sprintf("field %q is null", name)
+	case kindString:
+		t, err := d.tp.parseString(d.text(line, s))
+		if err != nil {
+			return 0, tidemark.ReasonBadTime, fmt.Sprintf("field %q: %v", name, err)
+		}
+		return t, tidemark.ReasonNone, ""
+	case kindNumber:
+		t, err := d.tp.parseNumber(line[s.start:s.end])
+		if err != nil {
+			return 0, tidemark.ReasonBadTime, fmt.Sprintf("field %q: %v", name, err)
+		}
+		return t, tidemark.ReasonNone, ""
+	}
+	return 0, tidemark.ReasonBadTime, fmt.Sprintf("field %q is %s, not a time", name, s.kind)
+}
+
+// strSpecial marks the bytes that end the fast path inside a string.
+var strSpecial = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = true
+	}
+	return t
+}()
+
+func (d *NDJSONDecoder) fail(i int, msg string) bool {
+	d.errPos, d.errMsg = i, msg
+	return false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// scan validates line as one JSON object and records the spans of the
+// wanted top-level fields.
+func (d *NDJSONDecoder) scan(b []byte) bool {
+	d.utf8Bad = false
+	i := skipSpace(b, 0)
+	if i >= len(b) {
+		return d.fail(i, "empty line")
+	}
+	if b[i] != '{' {
+		return d.fail(i, "not a JSON object")
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return d.end(b, i+1)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return d.fail(i, "expected a field name")
+		}
+		ks := i + 1
+		ke, esc, ok := d.str(b, ks)
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, ke+1)
+		if i >= len(b) || b[i] != ':' {
+			return d.fail(i, "expected ':'")
+		}
+		i = skipSpace(b, i+1)
+		vs := i
+		var kind jsonKind
+		var vesc bool
+		var ve int
+		if i >= len(b) {
+			return d.fail(i, "expected a value")
+		}
+		switch b[i] {
+		case '"':
+			e, es, ok := d.str(b, i+1)
+			if !ok {
+				return false
+			}
+			kind, vs, ve, vesc, i = kindString, i+1, e, es, e+1
+		case '{', '[':
+			e, ok := d.skipNested(b, i)
+			if !ok {
+				return false
+			}
+			kind = kindObject
+			if b[i] == '[' {
+				kind = kindArray
+			}
+			ve, i = e, e
+		default:
+			e, k, ok := d.scalar(b, i)
+			if !ok {
+				return false
+			}
+			kind, ve, i = k, e, e
+		}
+		if slot := d.match(b[ks:ke], esc); slot >= 0 {
+			d.spans[slot] = span{start: vs, end: ve, kind: kind, escaped: vesc}
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return d.fail(i, "unterminated object")
+		}
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if b[i] == '}' {
+			return d.end(b, i+1)
+		}
+		return d.fail(i, "expected ',' or '}'")
+	}
+}
+
+func (d *NDJSONDecoder) end(b []byte, i int) bool {
+	i = skipSpace(b, i)
+	if i != len(b) {
+		return d.fail(i, "data after the object")
+	}
+	return true
+}
+
+// match returns the slot of a wanted field name, or -1.
+func (d *NDJSONDecoder) match(name []byte, escaped bool) int {
+	if escaped {
+		d.scratch = appendUnescaped(d.scratch[:0], name)
+		name = d.scratch
+	}
+	for i, n := range d.names {
+		if len(n) == len(name) && n == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// str scans a string body starting after its opening quote and returns the
+// index of the closing quote and whether it holds escapes.
+func (d *NDJSONDecoder) str(b []byte, i int) (int, bool, bool) {
+	esc := false
+	for {
+		for i < len(b) && !strSpecial[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return i, esc, d.fail(i, "unterminated string")
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i, esc, true
+		case c == '\\':
+			esc = true
+			if i+1 >= len(b) {
+				return i, esc, d.fail(i, "unterminated escape")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return i, esc, d.fail(i, "bad \\u escape")
+				}
+				i += 6
+			default:
+				return i, esc, d.fail(i, "bad escape")
+			}
+		case c < 0x20:
+			return i, esc, d.fail(i, "control character in string")
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				d.utf8Bad = true
+				return i, esc, d.fail(i, "invalid UTF-8")
+			}
+			i += n
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// scalar scans a number or literal at i and returns its end.
+func (d *NDJSONDecoder) scalar(b []byte, i int) (int, jsonKind, bool) {
+	switch b[i] {
+	case 't':
+		if hasPrefix(b[i:], "true") {
+			return i + 4, kindTrue, true
+		}
+	case 'f':
+		if hasPrefix(b[i:], "false") {
+			return i + 5, kindFalse, true
+		}
+	case 'n':
+		if hasPrefix(b[i:], "null") {
+			return i + 4, kindNull, true
+		}
+	default:
+		if e := scanNumber(b, i); e > i {
+			return e, kindNumber, true
+		}
+	}
+	return i, kindNone, d.fail(i, "invalid value")
+}
+
+func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
+
+// scanNumber returns the end of the JSON number starting at i, or i if
+// there is none.
+func scanNumber(b []byte, i int) int {
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return start
+	}
+	switch {
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		i++
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return start
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return start
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return start
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i
+}
+
+// skipNested validates the object or array at i and returns its end.
+// The enclosing top-level object counts toward the depth limit.
+func (d *NDJSONDecoder) skipNested(b []byte, i int) (int, bool) {
+	st := d.stack[:0]
+	defer func() { d.stack = st[:0] }()
+	for {
+		// Expect a value at i.
+		if i >= len(b) {
+			return i, d.fail(i, "expected a value")
+		}
+		switch c := b[i]; c {
+		case '{', '[':
+			if len(st)+2 > maxDepth {
+				return i, d.fail(i, "nested too deep")
+			}
+			st = append(st, c)
+			i = skipSpace(b, i+1)
+			if i < len(b) && (c == '{' && b[i] == '}' || c == '[' && b[i] == ']') {
+				st = st[:len(st)-1]
+				i++
+			} else if c == '{' {
+				var ok bool
+				if i, ok = d.member(b, i); !ok {
+					return i, false
+				}
+				continue
+			} else {
+				continue
+			}
+		case '"':
+			e, _, ok := d.str(b, i+1)
+			if !ok {
+				return e, false
+			}
+			i = e + 1
+		default:
+			e, _, ok := d.scalar(b, i)
+			if !ok {
+				return e, false
+			}
+			i = e
+		}
+		// After a value: close containers or move to the next element.
+		for {
+			if len(st) == 0 {
+				return i, true
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return i, d.fail(i, "unterminated container")
+			}
+			top := st[len(st)-1]
+			if b[i] == ',' {
+				i = skipSpace(b, i+1)
+				if top == '{' {
+					var ok bool
+					if i, ok = d.member(b, i); !ok {
+						return i, false
+					}
+				}
+				break
+			}
+			if top == '{' && b[i] == '}' || top == '[' && b[i] == ']' {
+				st = st[:len(st)-1]
+				i++
+				continue
+			}
+			return i, d.fail(i, "expected ',' or a closing bracket")
+		}
+	}
+}
+
+// member scans `"name" :` inside a nested object and returns the index of
+// the value.
+func (d *NDJSONDecoder) member(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, d.fail(i, "expected a field name")
+	}
+	e, _, ok := d.str(b, i+1)
+	if !ok {
+		return e, false
+	}
+	i = skipSpace(b, e+1)
+	if i >= len(b) || b[i] != ':' {
+		return i, d.fail(i, "expected ':'")
+	}
+	return skipSpace(b, i+1), true
+}
+
+// appendUnescaped appends the decoded contents of a valid JSON string body.
+// Invalid surrogates become U+FFFD, as encoding/json does.
+func appendUnescaped(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		switch s[i+1] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := rune(hex4(s[i+2:]))
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if r2 := utf16.DecodeRune(r, rune(hex4(s[i+2:]))); r2 != utf8.RuneError {
+						dst = utf8.AppendRune(dst, r2)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, s[i+1])
+		}
+		i += 2
+	}
+	return dst
+}
+
+func hex4(b []byte) int {
+	v, _ := strconv.ParseUint(string(b[:4]), 16, 32)
+	return int(v)
+}
+
+// appendCompact appends valid JSON with the whitespace outside strings removed.
+func appendCompact(dst, b []byte) []byte {
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if in {
+			dst = append(dst, c)
+			if c == '\\' {
+				i++
+				dst = append(dst, b[i])
+			} else if c == '"' {
+				in = false
+			}
+			continue
+		}
+		if isSpace(c) {
+			continue
+		}
+		if c == '"' {
+			in = true
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}

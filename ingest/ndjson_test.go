@@ -1,0 +1,300 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"tidemark"
+)
+
+const arrival2026 = int64(1767261600_000000) // 2026-01-01T10:00:00Z
+
+func decodeLine(t testing.TB, d Decoder, line string) tidemark.Record {
+	t.Helper()
+	r := tidemark.Record{Payload: []byte(line), Arrival: arrival2026}
+	d.Decode(&r)
+	return r
+}
+
+func TestNDJSONDecode(t *testing.T) {
+	d, err := NewNDJSONDecoder(DecoderConfig{Keys: []string{"page", "user"}, ValueField: "v", ArrivalField: "recv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) int64 { x, _ := time.Parse(time.RFC3339Nano, s); return x.UnixMicro() }
+	key := tidemark.MakeKey
+	str := func(s string) tidemark.KeyPart { return tidemark.KeyPart{Value: s} }
+	null := tidemark.KeyPart{Null: true}
+	tests := []struct {
+		line     string
+		reason   tidemark.Reason
+		t        int64
+		key      tidemark.Key
+		value    float64
+		hasValue bool
+		arrival  int64
+	}{
+		{line: `{"event_time":"2026-01-01T09:59:00Z","page":"/a","user":7,"v":1.5}`, t: at("2026-01-01T09:59:00Z"), key: key(str("/a"), str("7")), value: 1.5, hasValue: true},
+		{line: `{"event_time":1767261500,"page":"/a\u00e9\n","user":true,"v":"2"}` + "\r", t: 1767261500_000000, key: key(str("/a\u00e9\n"), str("true")), value: 2, hasValue: true},
+		{line: ` { "page" : { "x" : [1, 2] } , "event_time" : "2026-01-01T09:00:00Z" , "v" : null } `, t: at("2026-01-01T09:00:00Z"), key: key(str(`{"x":[1,2]}`), null)},
+		{line: `{"event_time":"2026-01-01T09:00:00Z","page":null,"event_time":"2026-01-01T09:30:00Z"}`, t: at("2026-01-01T09:30:00Z"), key: key(null, null)},
+		{line: `{"event_time":"2026-01-01T09:00:00Z","recv":"2026-01-01T09:00:05Z"}`, t: at("2026-01-01T09:00:00Z"), key: key(null, null), arrival: at("2026-01-01T09:00:05Z")},
+		{line: `{"e\u0076ent_time":"2026-01-01T09:00:00Z"}`, t: at("2026-01-01T09:00:00Z"), key: key(null, null)},
+		{line: `{"event_time":"2026-01-01T09:00:00Z"`, reason: tidemark.ReasonMalformed},
+		{line: `[{"event_time":"2026-01-01T09:00:00Z"}]`, reason: tidemark.ReasonMalformed},
+		{line: `{"event_time":"2026-01-01T09:00:00Z"} x`, reason: tidemark.ReasonMalformed},
+		{line: ``, reason: tidemark.ReasonMalformed},
+		{line: `{"event_time":01}`, reason: tidemark.ReasonMalformed},
+		{line: `{"page":"/a"}`, reason: tidemark.ReasonMissingTime},
+		{line: `{"event_time":null}`, reason: tidemark.ReasonMissingTime},
+		{line: `{"event_time":"yesterday"}`, reason: tidemark.ReasonBadTime},
+		{line: `{"event_time":true}`, reason: tidemark.ReasonBadTime},
+		{line: `{"event_time":"2026-01-01T09:00:00Z","recv":"soon"}`, reason: tidemark.ReasonBadTime},
+		{line: `{"event_time":"2026-01-01T09:00:00Z","v":"abc"}`, reason: tidemark.ReasonBadValue},
+		{line: `{"event_time":"2026-01-01T09:00:00Z","v":[1]}`, reason: tidemark.ReasonBadValue},
+		{line: `{"event_time":"2026-01-01T09:00:00Z","v":1e400}`, reason: tidemark.ReasonBadValue},
+		{line: `{"event_time":"2026-01-01T11:00:01Z"}`, reason: tidemark.ReasonFutureTime},
+		{line: `{"event_time":"2026-01-01T11:00:00Z"}`, t: at("2026-01-01T11:00:00Z"), key: key(null, null)},
+		{line: "{\"event_time\":\"2026-01-01T09:00:00Z\",\"page\":\"\xff\"}", reason: tidemark.ReasonBadUTF8},
+		{line: "{\"event_time\":\"2026-01-01T09:00:00Z\"\xff", reason: tidemark.ReasonBadUTF8},
+	}
+	for _, tt := range tests {
+		r := decodeLine(t, d, tt.line)
+		if r.Reason != tt.reason {
+			t.Errorf("%s: got reason %q (%s), want %q", tt.line, r.Reason, r.Err, tt.reason)
+			continue
+		}
+		if tt.reason != tidemark.ReasonNone {
+			if r.Err == "" {
+				t.Errorf("%s: got empty Err for reason %s", tt.line, r.Reason)
+			}
+			continue
+		}
+		wantArrival := tt.arrival
+		if wantArrival == 0 {
+			wantArrival = arrival2026
+		}
+		if r.EventTime != tt.t || r.Key != tt.key || r.Value != tt.value || r.HasValue != tt.hasValue || r.Arrival != wantArrival {
+			t.Errorf("%s: got t=%d key=%v value=%v,%v arrival=%d, want t=%d key=%v value=%v,%v arrival=%d",
+				tt.line, r.EventTime, r.Key, r.Value, r.HasValue, r.Arrival, tt.t, tt.key, tt.value, tt.hasValue, wantArrival)
+		}
+	}
+}
+
+func TestNDJSONDepth(t *testing.T) {
+	d, _ := NewNDJSONDecoder(DecoderConfig{MaxFuture: -1})
+	for _, depth := range []int{maxDepth - 1, maxDepth, maxDepth + 1} {
+		nested := strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1)
+		line := `{"event_time":0,"x":` + nested + `}`
+		r := decodeLine(t, d, line)
+		want := json.Valid([]byte(line))
+		if got := r.Reason != tidemark.ReasonMalformed; got != want {
+			t.Errorf("depth %d: got valid %v (%s), want %v", depth, got, r.Err, want)
+		}
+	}
+}
+
+func TestDecoderConfigValidate(t *testing.T) {
+	tests := []struct {
+		cfg DecoderConfig
+		ok  bool
+	}{
+		{DecoderConfig{}, true},
+		{DecoderConfig{Format: "csv", TimeUnit: "ns", Keys: []string{"a", "b"}}, true},
+		{DecoderConfig{Format: "xml"}, false},
+		{DecoderConfig{TimeUnit: "h"}, false},
+		{DecoderConfig{Keys: []string{"a", "a"}}, false},
+		{DecoderConfig{Keys: []string{"event_time"}}, false},
+		{DecoderConfig{ValueField: "v", ArrivalField: "v"}, false},
+		{DecoderConfig{MaxLineBytes: -1}, false},
+	}
+	for _, tt := range tests {
+		if err := tt.cfg.Validate(); (err == nil) != tt.ok {
+			t.Errorf("Validate(%+v) = %v, want ok=%v", tt.cfg, err, tt.ok)
+		}
+	}
+}
+
+// expectNDJSON computes the record the decoder must produce with
+// encoding/json as the reference.
+func expectNDJSON(d *NDJSONDecoder, line []byte) (tidemark.Reason, tidemark.Record) {
+	var want tidemark.Record
+	if !utf8.Valid(line) {
+		return tidemark.ReasonBadUTF8, want
+	}
+	var m map[string]json.RawMessage
+	if !json.Valid(line) || json.Unmarshal(line, &m) != nil || m == nil {
+		return tidemark.ReasonMalformed, want
+	}
+	raw := func(name string) (json.RawMessage, jsonKind) {
+		v, ok := m[name]
+		if !ok {
+			return nil, kindNone
+		}
+		switch v[0] {
+		case '"':
+			return v, kindString
+		case '{':
+			return v, kindObject
+		case '[':
+			return v, kindArray
+		case 't':
+			return v, kindTrue
+		case 'f':
+			return v, kindFalse
+		case 'n':
+			return v, kindNull
+		}
+		return v, kindNumber
+	}
+	tv, tk := raw(d.cfg.TimeField)
+	switch tk {
+	case kindNone, kindNull:
+		return tidemark.ReasonMissingTime, want
+	case kindString:
+		var s string
+		json.Unmarshal(tv, &s)
+		us, err := d.tp.parseString([]byte(s))
+		if err != nil {
+			return tidemark.ReasonBadTime, want
+		}
+		want.EventTime = us
+	case kindNumber:
+		us, err := d.tp.parseNumber(tv)
+		if err != nil {
+			return tidemark.ReasonBadTime, want
+		}
+		want.EventTime = us
+	default:
+		return tidemark.ReasonBadTime, want
+	}
+	vv, vk := raw(d.cfg.ValueField)
+	switch vk {
+	case kindNone, kindNull:
+	case kindNumber, kindString:
+		b := []byte(vv)
+		if vk == kindString {
+			var s string
+			json.Unmarshal(vv, &s)
+			b = []byte(s)
+		}
+		v, ok := parseValue(b)
+		if !ok {
+			return tidemark.ReasonBadValue, want
+		}
+		want.Value, want.HasValue = v, true
+	default:
+		return tidemark.ReasonBadValue, want
+	}
+	var parts []tidemark.KeyPart
+	for _, k := range d.cfg.Keys {
+		kv, kk := raw(k)
+		switch kk {
+		case kindNone, kindNull:
+			parts = append(parts, tidemark.KeyPart{Null: true})
+		case kindString:
+			var s string
+			json.Unmarshal(kv, &s)
+			parts = append(parts, tidemark.KeyPart{Value: s})
+		case kindObject, kindArray:
+			var buf bytes.Buffer
+			json.Compact(&buf, kv)
+			parts = append(parts, tidemark.KeyPart{Value: buf.String()})
+		default:
+			parts = append(parts, tidemark.KeyPart{Value: string(kv)})
+		}
+	}
+	want.Key = tidemark.MakeKey(parts...)
+	return tidemark.ReasonNone, want
+}
+
+func FuzzNDJSONDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"t":"2026-01-01T10:00:00Z","k":"a","k2":1,"v":2.5}`,
+		`{"t":1700000000,"k":{"a":[1,{"b":null}]},"v":"3"}`,
+		`{"t":"2026-01-01T10:00:00.123Z","k":"\ud83d\ude00\u0041\"","v":null,"t":5}`,
+		`{"\u0074":1,"k2":[true,false,null,-0.5e-3]}`,
+		` {"t" : 1 , "k" : "x\\y" } `,
+		`{"t":1,"k":"\ud800"}`,
+		`{"t":1,"v":true}`,
+		`[1]`, `{}`, `{"t":}`, `{"t":1,}`, "{\"t\":1}\r",
+	} {
+		f.Add([]byte(s))
+	}
+	d, err := NewNDJSONDecoder(DecoderConfig{TimeField: "t", Keys: []string{"k", "k2"}, ValueField: "v", MaxFuture: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r := tidemark.Record{Payload: line}
+		d.Decode(&r)
+		reason, want := expectNDJSON(d, line)
+		if r.Reason != reason {
+			t.Fatalf("%q: got reason %q (%s), want %q", line, r.Reason, r.Err, reason)
+		}
+		if reason != tidemark.ReasonNone {
+			return
+		}
+		if r.EventTime != want.EventTime || r.Key != want.Key || r.HasValue != want.HasValue ||
+			(r.Value != want.Value && r.Value == r.Value) {
+			t.Fatalf("%q: got t=%d key=%q value=%v,%v, want t=%d key=%q value=%v,%v",
+				line, r.EventTime, r.Key, r.Value, r.HasValue, want.EventTime, want.Key, want.Value, want.HasValue)
+		}
+	})
+}
+
+func benchLines(n int) [][]byte {
+	lines := make([][]byte, n)
+	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	for i := range lines {
+		ts := base.Add(time.Duration(i) * 37 * time.Millisecond).Format(time.RFC3339Nano)
+		lines[i] = fmt.Appendf(nil, `{"event_time":"%s","page":"/p/%d","user_id":%d,"latency_ms":%d.%d,"agent":"Mozilla/5.0 (X11; Linux x86_64)","tags":["a","b"]}`,
+			ts, i%50, i%1000, i%300, i%10)
+	}
+	return lines
+}
+
+func BenchmarkDecodeNDJSON(b *testing.B) {
+	d, err := NewNDJSONDecoder(DecoderConfig{Keys: []string{"page"}, ValueField: "latency_ms", MaxFuture: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := benchLines(4096)
+	var size int64
+	for _, l := range lines {
+		size += int64(len(l)) + 1
+	}
+	b.SetBytes(size / int64(len(lines)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var r tidemark.Record
+	for i := 0; i < b.N; i++ {
+		r.Payload = lines[i%len(lines)]
+		d.Decode(&r)
+		if r.Reason != tidemark.ReasonNone {
+			b.Fatalf("%s: %s", r.Reason, r.Err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+func BenchmarkEncodingJSONBaseline(b *testing.B) {
+	lines := benchLines(4096)
+	b.ReportAllocs()
+	var v struct {
+		EventTime string  `json:"event_time"`
+		Page      string  `json:"page"`
+		Latency   float64 `json:"latency_ms"`
+	}
+	for i := 0; i < b.N; i++ {
+		if err := json.Unmarshal(lines[i%len(lines)], &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}

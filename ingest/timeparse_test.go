@@ -1,0 +1,167 @@
+package ingest
+
+import (
+	"regexp"
+	"testing"
+	"time"
+)
+
+func TestParseRFC3339(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // RFC 3339 of the expected instant; "" = reject
+	}{
+		{"2026-01-01T10:00:00Z", "2026-01-01T10:00:00Z"},
+		{"2026-01-01t10:00:00z", "2026-01-01T10:00:00Z"},
+		{"2026-01-01 10:00:00Z", "2026-01-01T10:00:00Z"},
+		{"2026-01-01T10:00:00.5Z", "2026-01-01T10:00:00.5Z"},
+		{"2026-01-01T10:00:00,25Z", "2026-01-01T10:00:00.25Z"},
+		{"2026-01-01T10:00:00.123456789123Z", "2026-01-01T10:00:00.123456Z"},
+		{"2026-01-01T12:30:00+02:30", "2026-01-01T10:00:00Z"},
+		{"2026-01-01T00:00:00-01:00", "2026-01-01T01:00:00Z"},
+		{"1969-12-31T23:59:59.9999999Z", "1969-12-31T23:59:59.999999Z"},
+		{"0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z"},
+		{"2024-02-29T00:00:00Z", "2024-02-29T00:00:00Z"},
+		{"2023-02-29T00:00:00Z", ""},
+		{"2026-13-01T00:00:00Z", ""},
+		{"2026-01-01T24:00:00Z", ""},
+		{"2026-01-01T10:00:60Z", ""},
+		{"2026-01-01T10:00:00", ""},
+		{"2026-01-01T10:00:00.Z", ""},
+		{"2026-01-01T10:00:00+24:00", ""},
+		{"2026-01-01X10:00:00Z", ""},
+		{"2026-01-01T10:00:00ZZ", ""},
+	}
+	for _, tt := range tests {
+		got, ok := parseRFC3339([]byte(tt.in))
+		if tt.want == "" {
+			if ok {
+				t.Errorf("parseRFC3339(%q) = %d, want rejection", tt.in, got)
+			}
+			continue
+		}
+		w, _ := time.Parse(time.RFC3339Nano, tt.want)
+		if !ok || got != w.UnixMicro() {
+			t.Errorf("parseRFC3339(%q) = %d, %v, want %d", tt.in, got, ok, w.UnixMicro())
+		}
+	}
+}
+
+func TestParseEpoch(t *testing.T) {
+	tests := []struct {
+		in, unit string
+		want     int64
+		ok       bool
+	}{
+		{"1700000000", "s", 1700000000_000000, true},
+		{"1700000000.5", "s", 1700000000_500000, true},
+		{"1700000000.1234567", "s", 1700000000_123456, true},
+		{"-1.5", "s", -1_500000, true},
+		{"-1.0000001", "s", -1_000001, true},
+		{"1700000000123", "ms", 1700000000123_000, true},
+		{"1700000000123456", "us", 1700000000123456, true},
+		{"1700000000123456789", "ns", 1700000000123456, true},
+		{"-1", "ns", -1, true},
+		{"-1000", "ns", -1, true},
+		{"1.7e9", "s", 1700000000_000000, true},
+		{"0", "s", 0, true},
+		{"1e30", "s", 0, false},
+		{"99999999999999999999", "s", 0, false},
+		{"10000000000000", "s", 0, false},
+		{"01", "s", 0, false},
+		{"+1", "s", 0, false},
+		{"1.", "s", 0, false},
+		{"", "s", 0, false},
+		{"NaN", "s", 0, false},
+	}
+	for _, tt := range tests {
+		p, err := newTimeParser("", tt.unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := p.parseEpoch([]byte(tt.in))
+		if ok != tt.ok || ok && got != tt.want {
+			t.Errorf("parseEpoch(%q, %s) = %d, %v, want %d, %v", tt.in, tt.unit, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestParseStringLayout(t *testing.T) {
+	p, err := newTimeParser("02/01/2006 15:04:05", "ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.parseString([]byte("31/12/2025 23:59:58"))
+	want := time.Date(2025, 12, 31, 23, 59, 58, 0, time.UTC).UnixMicro()
+	if err != nil || got != want {
+		t.Errorf("got %d, %v, want %d", got, err, want)
+	}
+	if got, err := p.parseString([]byte("1000")); err != nil || got != 1_000_000 {
+		t.Errorf("numeric string with layout: got %d, %v, want 1000000", got, err)
+	}
+	if _, err := p.parseString([]byte("2025-12-31T23:59:58Z")); err == nil {
+		t.Errorf("got nil error for a time not matching the layout, want one")
+	}
+}
+
+var strictRFC3339 = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d([.,]\d+)?(Z|[+-]\d\d:\d\d)$`)
+
+func FuzzParseRFC3339(f *testing.F) {
+	for _, s := range []string{
+		"2026-01-01T10:00:00Z", "2026-01-01T10:00:00.123456789Z", "1969-12-31T23:59:59.999999999-23:59",
+		"2000-02-29T00:00:00+00:00", "9999-12-31T23:59:59,9Z", "0000-01-01T00:00:00Z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseRFC3339([]byte(s))
+		want, err := time.Parse(time.RFC3339Nano, s)
+		strict := strictRFC3339.MatchString(s)
+		switch {
+		case ok && strict && err != nil:
+			t.Fatalf("parseRFC3339(%q) = %d, time.Parse fails: %v", s, got, err)
+		case !ok && strict && err == nil:
+			t.Fatalf("parseRFC3339(%q) rejected, time.Parse = %v", s, want)
+		case ok && err == nil && got != want.UnixMicro():
+			t.Fatalf("parseRFC3339(%q) = %d, want %d", s, got, want.UnixMicro())
+		}
+	})
+}
+
+func FuzzParseEpoch(f *testing.F) {
+	for _, s := range []string{"0", "1700000000.5", "-1.0000001", "1e3", "123456789012345678"} {
+		f.Add(s, uint8(0))
+	}
+	units := []string{"s", "ms", "us", "ns"}
+	f.Fuzz(func(t *testing.T, s string, u uint8) {
+		unit := units[int(u)%len(units)]
+		p, _ := newTimeParser("", unit)
+		got, ok := p.parseEpoch([]byte(s))
+		if !ok || !validNumber([]byte(s)) || regexp.MustCompile(`[eE]`).MatchString(s) || len(s) > 18 {
+			return
+		}
+		// Cross-check exact decimal parsing against time.ParseDuration,
+		// which is exact to the nanosecond.
+		d, err := time.ParseDuration(s + unit)
+		if err != nil {
+			return
+		}
+		want := d.Microseconds()
+		if d < 0 && d%time.Microsecond != 0 {
+			want-- // floor, not truncation
+		}
+		if got != want && !(s[0] == '-' && hasSubNanos(s, unit)) {
+			t.Fatalf("parseEpoch(%q, %s) = %d, want %d", s, unit, got, want)
+		}
+	})
+}
+
+// hasSubNanos reports whether s has fraction digits below a nanosecond.
+func hasSubNanos(s, unit string) bool {
+	i := regexp.MustCompile(`\.(\d+)`).FindStringSubmatch(s)
+	if i == nil {
+		return false
+	}
+	max := map[string]int{"s": 9, "ms": 6, "us": 3, "ns": 0}[unit]
+	return len(i[1]) > max
+}
