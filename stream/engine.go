@@ -18,11 +18,14 @@ import (
 // concurrent use. The same records in the same batches with the same nows
 // give the same output, byte for byte.
 //
-// Open state is one slot per (window start, key) in a slab, found through a
-// map keyed by a comparable struct, and listed per window start in ascending
-// order so that closing touches only the windows that close. Closed slots go
-// to a free list: memory is bounded by the peak number of open (window, key)
-// pairs, not by history.
+// Open state is one slot per (window, key) in a slab. Keys are interned to
+// small ids (one string hash per record), each open window start gets a
+// small sequence number, and a map from (sequence, key id) packed in a
+// uint64 finds the slot (one integer hash per window of a record). Windows
+// are listed by start in ascending order, each with its slots, so closing
+// touches only the windows that close. Freed slots, key ids and sequence
+// numbers are reused: memory is bounded by the peak number of open (window,
+// key) pairs and of keys in them, not by history.
 type Engine struct {
 	cfg Config
 
@@ -31,34 +34,42 @@ type Engine struct {
 
 	sources map[string]*source
 
-	index   map[slotKey]int32 // (start, key) -> index into slots
+	keyIDs   map[tidemark.Key]int32 // keys of open slots -> index into keys
+	keys     []keyEntry
+	freeKeys []int32
+
+	index   map[uint64]int32 // slotID(bucket seq, key id) -> index into slots
 	slots   []slot
 	free    []int32  // indices of freed slots, reused first
 	buckets []bucket // open window starts, ascending, each with its slots
 	spare   [][]int32
+	seqs    []uint32 // freed bucket sequence numbers
+	nextSeq uint32
 
-	epoch    uint64       // Process call counter, for update-mode change tracking
+	epoch    uint32       // Process call counter, for update-mode change tracking
 	changed  []changedRef // slots changed in this batch (update mode)
 	wins     []tidemark.Window
 	keyBytes int64
 }
 
-// slotKey identifies one open (window, key); the window is named by its start.
-type slotKey struct {
-	start int64
-	key   tidemark.Key
+type keyEntry struct {
+	key  tidemark.Key
+	refs int32 // open slots holding the key
 }
 
 type slot struct {
-	key   tidemark.Key
 	agg   tidemark.Agg
-	epoch uint64 // the last batch that changed agg
+	key   int32  // key id
+	epoch uint32 // the last batch that changed agg
 }
 
 type bucket struct {
 	start int64
+	seq   uint32
 	slots []int32
 }
+
+func slotID(seq uint32, key int32) uint64 { return uint64(seq)<<32 | uint64(uint32(key)) }
 
 type changedRef struct {
 	start int64
@@ -105,7 +116,8 @@ func New(cfg Config, st *State) (*Engine, error) {
 		cfg:     cfg,
 		w:       tidemark.MinTime,
 		sources: make(map[string]*source),
-		index:   make(map[slotKey]int32),
+		keyIDs:  make(map[tidemark.Key]int32),
+		index:   make(map[uint64]int32),
 	}
 	if st != nil {
 		if err := e.load(st); err != nil {
@@ -129,7 +141,7 @@ func New(cfg Config, st *State) (*Engine, error) {
 // count in its open windows; marking it late anyway means reconcile finds
 // every window the stream got wrong.
 func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
-	e.epoch++
+	e.nextEpoch()
 	e.changed = e.changed[:0]
 	nowNs := now.UnixNano()
 
@@ -176,7 +188,7 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 			s := &e.slots[c.idx]
 			res.Emitted = append(res.Emitted, tidemark.Result{
 				Window: tidemark.Window{Start: c.start, End: c.start + e.cfg.Window.Size},
-				Key:    s.key,
+				Key:    e.keys[s.key].key,
 				Agg:    s.agg,
 			})
 		}
@@ -191,7 +203,7 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 // Drain moves W to +infinity and emits every open window, final (the
 // --once --drain backfill). W stays there: later records are all late.
 func (e *Engine) Drain() BatchResult {
-	e.epoch++
+	e.nextEpoch()
 	e.w, e.hasW = tidemark.MaxTime, true
 	var res BatchResult
 	res.Emitted = e.closeUpTo(e.w, nil)
@@ -228,6 +240,18 @@ func (e *Engine) source(name string) *source {
 	return s
 }
 
+// nextEpoch starts a batch for change tracking. On the (theoretical)
+// wrap of the counter every slot is reset, so no change is missed.
+func (e *Engine) nextEpoch() {
+	e.epoch++
+	if e.epoch == 0 {
+		for i := range e.slots {
+			e.slots[i].epoch = 0
+		}
+		e.epoch = 1
+	}
+}
+
 // add folds a valid record into its open windows and reports whether the
 // watermark left it out of at least one of them.
 func (e *Engine) add(r *tidemark.Record) (late bool) {
@@ -235,16 +259,26 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		return true
 	}
 	e.wins = e.cfg.Window.Assign(e.wins[:0], r.EventTime)
+	kid, known := e.keyIDs[r.Key]
+	pos := 0
 	for _, win := range e.wins {
 		if e.hasW && win.End <= e.w {
 			late = true
 			continue
 		}
-		k := slotKey{start: win.Start, key: r.Key}
-		idx, ok := e.index[k]
-		if !ok {
-			idx = e.newSlot(win.Start, r.Key)
-			e.index[k] = idx
+		var found bool
+		pos, found = e.findBucket(win.Start, pos)
+		var idx int32
+		if found && known {
+			idx, found = e.index[slotID(e.buckets[pos].seq, kid)]
+		} else {
+			found = false
+		}
+		if !found {
+			if !known {
+				kid, known = e.internKey(r.Key), true
+			}
+			idx = e.newSlot(pos, win.Start, kid)
 		}
 		s := &e.slots[idx]
 		s.agg.Add(r.Value, r.HasValue)
@@ -254,12 +288,77 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 				e.changed = append(e.changed, changedRef{start: win.Start, idx: idx})
 			}
 		}
+		pos++ // the next window starts later
 	}
 	return late
 }
 
-// newSlot takes a free slot for (start, key) and lists it under its window.
-func (e *Engine) newSlot(start int64, key tidemark.Key) int32 {
+// findBucket returns the position of the window starting at start in
+// e.buckets, or where it would be inserted, searching from hint (windows of
+// a record come in ascending order, and mostly land in the newest bucket).
+func (e *Engine) findBucket(start int64, hint int) (int, bool) {
+	n := len(e.buckets)
+	if n > 0 && e.buckets[n-1].start == start {
+		return n - 1, true
+	}
+	if hint < n && e.buckets[hint].start == start {
+		return hint, true
+	}
+	return slices.BinarySearchFunc(e.buckets, start, func(b bucket, s int64) int {
+		return cmp.Compare(b.start, s)
+	})
+}
+
+// internKey returns the id of key, making one.
+func (e *Engine) internKey(key tidemark.Key) int32 {
+	if id, ok := e.keyIDs[key]; ok {
+		return id
+	}
+	var id int32
+	if n := len(e.freeKeys); n > 0 {
+		id = e.freeKeys[n-1]
+		e.freeKeys = e.freeKeys[:n-1]
+	} else {
+		id = int32(len(e.keys))
+		e.keys = append(e.keys, keyEntry{})
+	}
+	e.keys[id] = keyEntry{key: key}
+	e.keyIDs[key] = id
+	e.keyBytes += int64(len(key))
+	return id
+}
+
+// releaseKey drops one reference to a key id, freeing it at zero.
+func (e *Engine) releaseKey(id int32) {
+	k := &e.keys[id]
+	if k.refs--; k.refs > 0 {
+		return
+	}
+	delete(e.keyIDs, k.key)
+	e.keyBytes -= int64(len(k.key))
+	*k = keyEntry{}
+	e.freeKeys = append(e.freeKeys, id)
+}
+
+// newSlot takes a free slot for (start, key id) and lists it under its
+// window at position pos of e.buckets, inserting the window if needed.
+func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
+	if pos == len(e.buckets) || e.buckets[pos].start != start {
+		var list []int32
+		if n := len(e.spare); n > 0 {
+			list = e.spare[n-1]
+			e.spare = e.spare[:n-1]
+		}
+		var seq uint32
+		if n := len(e.seqs); n > 0 {
+			seq = e.seqs[n-1]
+			e.seqs = e.seqs[:n-1]
+		} else {
+			seq = e.nextSeq
+			e.nextSeq++
+		}
+		e.buckets = slices.Insert(e.buckets, pos, bucket{start: start, seq: seq, slots: list})
+	}
 	var idx int32
 	if n := len(e.free); n > 0 {
 		idx = e.free[n-1]
@@ -268,32 +367,12 @@ func (e *Engine) newSlot(start int64, key tidemark.Key) int32 {
 		idx = int32(len(e.slots))
 		e.slots = append(e.slots, slot{})
 	}
-	e.slots[idx] = slot{key: key}
-	e.keyBytes += int64(len(key))
-	b := e.bucket(start)
+	e.slots[idx] = slot{key: kid}
+	e.keys[kid].refs++
+	b := &e.buckets[pos]
 	b.slots = append(b.slots, idx)
+	e.index[slotID(b.seq, kid)] = idx
 	return idx
-}
-
-// bucket returns the list of slots of the window starting at start,
-// inserting it in order. New rows mostly land in the newest window, so that
-// one is checked first.
-func (e *Engine) bucket(start int64) *bucket {
-	if n := len(e.buckets); n > 0 && e.buckets[n-1].start == start {
-		return &e.buckets[n-1]
-	}
-	i, found := slices.BinarySearchFunc(e.buckets, start, func(b bucket, s int64) int {
-		return cmp.Compare(b.start, s)
-	})
-	if !found {
-		var list []int32
-		if n := len(e.spare); n > 0 {
-			list = e.spare[n-1]
-			e.spare = e.spare[:n-1]
-		}
-		e.buckets = slices.Insert(e.buckets, i, bucket{start: start, slots: list})
-	}
-	return &e.buckets[i]
 }
 
 // advance updates W from the per-source maxima at the end of a batch.
@@ -349,26 +428,31 @@ func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
 		win := tidemark.Window{Start: b.start, End: b.start + size}
 		for _, idx := range b.slots {
 			s := &e.slots[idx]
-			out = append(out, tidemark.Result{Window: win, Key: s.key, Agg: s.agg, Final: true})
-			delete(e.index, slotKey{start: b.start, key: s.key})
-			e.keyBytes -= int64(len(s.key))
+			out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
+			delete(e.index, slotID(b.seq, s.key))
+			e.releaseKey(s.key)
 			*s = slot{}
 			e.free = append(e.free, idx)
 		}
 		e.spare = append(e.spare, b.slots[:0])
+		e.seqs = append(e.seqs, b.seq)
 	}
 	e.buckets = slices.Delete(e.buckets, 0, n)
 	return out
 }
 
-// Approximate memory per open (window, key) beyond its key bytes: the slot
-// (64 B), the map entry with its share of control bytes and load-factor
-// slack (~40 B) and the bucket list entry (4 B). BenchmarkStateBytes
+// Approximate memory per open (window, key): the slot (48 B), the index
+// entry with its share of control bytes and load-factor slack (~20 B) and
+// the bucket list entry (4 B). Per open key: the key table entry (24 B),
+// the intern map entry (~28 B) and the key bytes. BenchmarkStateBytes
 // measures the real figure.
-const bytesPerSlot = 108
+const (
+	bytesPerSlot = 72
+	bytesPerKey  = 52
+)
 
 func (e *Engine) stateBytes() int64 {
-	return int64(len(e.index))*bytesPerSlot + e.keyBytes
+	return int64(len(e.index))*bytesPerSlot + int64(len(e.keyIDs))*bytesPerKey + e.keyBytes
 }
 
 // eventStats accumulates min, max and mean event time without overflow.

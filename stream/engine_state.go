@@ -49,7 +49,7 @@ func (e *Engine) State() *State {
 		win := tidemark.Window{Start: b.start, End: b.start + e.cfg.Window.Size}
 		for _, idx := range b.slots {
 			s := &e.slots[idx]
-			st.Open = append(st.Open, tidemark.Result{Window: win, Key: s.key, Agg: s.agg})
+			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
 		}
 		slices.SortFunc(st.Open[from:], compareResults)
 	}
@@ -83,13 +83,15 @@ func (e *Engine) load(st *State) error {
 		if e.closes(r.Window.Start) {
 			return fmt.Errorf("open window %v is already closed by the watermark %d", r.Window, e.w)
 		}
-		k := slotKey{start: r.Window.Start, key: r.Key}
-		if _, dup := e.index[k]; dup {
-			return fmt.Errorf("open window %v key %s listed twice", r.Window, r.Key)
+		pos, found := e.findBucket(r.Window.Start, 0)
+		kid := e.internKey(r.Key)
+		if found {
+			if _, dup := e.index[slotID(e.buckets[pos].seq, kid)]; dup {
+				return fmt.Errorf("open window %v key %s listed twice", r.Window, r.Key)
+			}
 		}
-		idx := e.newSlot(r.Window.Start, r.Key)
+		idx := e.newSlot(pos, r.Window.Start, kid)
 		e.slots[idx].agg = r.Agg
-		e.index[k] = idx
 	}
 	return nil
 }
