@@ -7,6 +7,7 @@
 //	duck groupby   -lake DIR [-window 1m] [-key page] [-value value]
 //	duck quantiles -lake DIR
 //	duck interop   -lake DIR [-input DIR]
+//	duck mklake    -in DIR -lake DIR
 //	duck version
 //
 // Results are JSON on stdout; errors go to stderr with a non-zero exit.
@@ -32,6 +33,7 @@ commands:
   groupby    -lake DIR                    window x key aggregates over raw_events
   quantiles  -lake DIR                    arrival lag and disorder percentiles of raw_events
   interop    -lake DIR [-input DIR]       check every Delta table of a lake with DuckDB
+  mklake     -in DIR -lake DIR            build a tidemark-shaped raw_events with DuckDB (bench fixture)
   version                                 print DuckDB's version
 `
 
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return quantilesCmd(ctx, rest, stdout, stderr)
 	case "interop":
 		return interopCmd(ctx, rest, stdout, stderr)
+	case "mklake":
+		return mklakeCmd(ctx, rest, stdout, stderr)
 	case "version":
 		db, err := openDB(0)
 		if err != nil {
