@@ -151,7 +151,11 @@ func FuzzDecodeActions(f *testing.F) {
 		{"spark-partition-values-all-types-null", "00000000000000000000.json"},
 	} {
 		if b, err := os.ReadFile(filepath.Join(goldenDir, tc.table, "_delta_log", tc.file)); err == nil {
-			f.Add(b)
+			for _, l := range bytes.Split(b, []byte("\n")) {
+				if len(l) < 600 { // long seeds slow the fuzzer to a crawl
+					f.Add(l)
+				}
+			}
 		}
 	}
 	f.Add([]byte(`{"add":null}`))

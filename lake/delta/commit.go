@@ -160,7 +160,7 @@ func checkWinner(v int64, winner []Action, tx *Transaction, blind bool, removes 
 // latestVersion returns the newest committed version, or fallback when the
 // log cannot be listed.
 func (t *Table) latestVersion(ctx context.Context, fallback int64) int64 {
-	l, err := t.listLog(ctx)
+	l, err := t.listLog(ctx, 0)
 	if err != nil || l.latest < fallback {
 		return fallback
 	}
@@ -295,7 +295,7 @@ type VersionInfo struct {
 // History returns the commitInfo of every version still in the log, oldest
 // first.
 func (t *Table) History(ctx context.Context) ([]VersionInfo, error) {
-	l, err := t.listLog(ctx)
+	l, err := t.listLog(ctx, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -117,14 +117,35 @@ type logListing struct {
 	latest      int64              // highest commit (or checkpoint) version, -1 if none
 }
 
-func (t *Table) listLog(ctx context.Context) (*logListing, error) {
+// listLog lists the whole log, or with from > 0 only the thousand-version
+// blocks from the one holding from onwards (the store lists by prefix only,
+// so this keeps snapshot cost independent of the table's age).
+func (t *Table) listLog(ctx context.Context, from int64) (*logListing, error) {
 	prefix := t.logKey("")
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	infos, err := t.st.List(ctx, prefix)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	var infos []store.Info
+	if from <= 0 {
+		var err error
+		infos, err = t.st.List(ctx, prefix)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+	} else {
+		for block := from / 1000; ; block++ {
+			p := fmt.Sprintf("%s%017d", prefix, block)
+			got, err := t.st.List(ctx, p)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("list %s: %w", p, err)
+			}
+			infos = append(infos, got...)
+			if !slices.ContainsFunc(got, func(in store.Info) bool {
+				return strings.HasPrefix(in.Key, fmt.Sprintf("%s%020d.", prefix, block*1000+999))
+			}) {
+				break
+			}
+		}
 	}
 	l := &logListing{commits: map[int64]string{}, checkpoints: map[int64][]string{}, latest: -1}
 	type partSet struct {
@@ -201,9 +222,29 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 }
 
 func (t *Table) loadState(ctx context.Context, version int64) (*state, error) {
-	l, err := t.listLog(ctx)
+	if version >= 0 && !t.opts.IgnoreCheckpoints {
+		t.mu.Lock()
+		c := t.cached
+		t.mu.Unlock()
+		if c != nil && c.version == version {
+			return c.clone(), nil // states are immutable once cached
+		}
+	}
+	var from int64
+	if !t.opts.IgnoreCheckpoints {
+		if lc := t.readLastCheckpoint(ctx); lc != nil && (version < 0 || version >= lc.Version) {
+			from = lc.Version
+		}
+	}
+	l, err := t.listLog(ctx, from)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := l.checkpoints[from]; from > 0 && !ok {
+		// The hint names a checkpoint that is gone or incomplete.
+		if l, err = t.listLog(ctx, 0); err != nil {
+			return nil, err
+		}
 	}
 	if l.latest < 0 {
 		return nil, fmt.Errorf("read table %s: %w", t.path, ErrNoTable)
