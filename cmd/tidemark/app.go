@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// newApp builds the command tree. Actions return errors and never call
+// os.Exit, so tests can run the app in-process.
+func newApp() *cli.App {
+	return &cli.App{
+		Name:    "tidemark",
+		Usage:   "event-time windows from a stream, made exact by a nightly batch over a Delta Lake",
+		Version: version,
+		Commands: []*cli.Command{
+			streamCommand(),
+			windowsCommand(),
+			tablesCommand(),
+			compactCommand(),
+			vacuumCommand(),
+		},
+		Writer:    os.Stdout,
+		ErrWriter: os.Stderr,
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%w (see %s --help)", err, c.Command.HelpName)
+		},
+		ExitErrHandler: func(*cli.Context, error) {}, // main owns the exit code
+	}
+}
+
+// env names the environment variable that can set a flag: TIDEMARK_<FLAG>.
+func env(flag string) []string {
+	return []string{"TIDEMARK_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
+}
+
+// loggingFlags are shared by the long-running commands.
+func loggingFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json", EnvVars: env("log-format")},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error", EnvVars: env("log-level")},
+	}
+}
+
+// newLogger builds the slog logger the flags ask for, writing to w.
+func newLogger(c *cli.Context, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.String("log-format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", c.String("log-format"))
+	}
+}

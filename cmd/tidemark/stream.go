@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"tidemark"
+	"tidemark/ingest"
+	"tidemark/lake/store"
+	"tidemark/stream"
+)
+
+func streamCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "stream",
+		Usage: "compute event-time windows from growing files or an S3 bucket into the lake",
+		Description: "Tails every --source, groups events into event-time windows gated by a watermark\n" +
+			"(max event time seen minus --lateness), and emits a window when the watermark closes it.\n" +
+			"Every line lands in the lake exactly once: raw_events (ok or late) or quarantine.",
+		Flags: append([]cli.Flag{
+			&cli.StringSliceFlag{Name: "source", Usage: "directory (optionally with a glob) or s3://bucket/prefix; repeatable, one watermark input each", EnvVars: env("source")},
+			&cli.StringFlag{Name: "format", Value: "ndjson", Usage: "input format: ndjson or csv (with a header line)", EnvVars: env("format")},
+			&cli.StringFlag{Name: "time-field", Value: "event_time", Usage: "field holding the event time", EnvVars: env("time-field")},
+			&cli.StringFlag{Name: "time-unit", Value: "s", Usage: "unit of numeric epoch times: s, ms, us or ns", EnvVars: env("time-unit")},
+			&cli.StringFlag{Name: "time-layout", Usage: "Go time layout for event times that are not RFC 3339 or epoch numbers", EnvVars: env("time-layout")},
+			&cli.StringSliceFlag{Name: "key", Usage: "grouping field; repeatable (a row without it groups under null)", EnvVars: env("key")},
+			&cli.StringFlag{Name: "value", Usage: "numeric field to aggregate with sum, min and max", EnvVars: env("value")},
+			&cli.StringFlag{Name: "arrival-field", Usage: "field holding the time the event was received (default: when the line is read)", EnvVars: env("arrival-field")},
+			&cli.DurationFlag{Name: "window", Usage: "window length, e.g. 10m (required)", EnvVars: env("window")},
+			&cli.DurationFlag{Name: "slide", Usage: "distance between window starts for sliding windows (default: the window, tumbling)", EnvVars: env("slide")},
+			&cli.DurationFlag{Name: "lateness", Usage: "lateness budget: watermark = max event time seen - lateness", EnvVars: env("lateness")},
+			&cli.StringFlag{Name: "late-rule", Value: "window", Usage: "window: drop a row from windows already closed (Spark, Flink); event: drop rows with event time < watermark", EnvVars: env("late-rule")},
+			&cli.StringFlag{Name: "output-mode", Value: "append", Usage: "append: emit each window once, when it closes; update: also emit changed windows every batch", EnvVars: env("output-mode")},
+			&cli.StringFlag{Name: "watermark-policy", Value: "min", Usage: "combine per-source watermarks with min or max", EnvVars: env("watermark-policy")},
+			&cli.DurationFlag{Name: "idle-timeout", Usage: "a source silent this long stops holding back the watermark (0: never)", EnvVars: env("idle-timeout")},
+			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival", EnvVars: env("max-future")},
+			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "quarantine longer lines as line_too_long", EnvVars: env("max-line-bytes")},
+			&cli.IntFlag{Name: "max-batch-rows", Value: 500_000, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows")},
+			&cli.DurationFlag{Name: "trigger", Usage: "minimum interval between micro-batches (0: as soon as data arrives)", EnvVars: env("trigger")},
+			&cli.BoolFlag{Name: "once", Usage: "process everything available now, then exit (open windows stay in the checkpoint)", EnvVars: env("once")},
+			&cli.BoolFlag{Name: "drain", Usage: "with --once: then close every open window (a backfill)", EnvVars: env("drain")},
+			&cli.BoolFlag{Name: "print", Usage: "print each emitted window as a JSON line on stdout", EnvVars: env("print")},
+			&cli.StringFlag{Name: "lake", Value: "./tidemark-lake", Usage: "lake location: a directory or s3://bucket/prefix", EnvVars: env("lake")},
+			&cli.StringFlag{Name: "s3-endpoint", Usage: "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS)", EnvVars: append(env("s3-endpoint"), "AWS_ENDPOINT_URL")},
+			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint location (default: <lake>/_checkpoints/<name>)", EnvVars: env("checkpoint")},
+			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name: the checkpoint's name and the lake's txn app id", EnvVars: env("name")},
+			&cli.StringFlag{Name: "progress", Usage: "write one JSON progress line per batch to this file (default: stderr)", EnvVars: env("progress")},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default: off)", EnvVars: env("metrics-addr")},
+			&cli.BoolFlag{Name: "poll", Usage: "find new data by periodic rescans only (no fsnotify), e.g. on network filesystems", EnvVars: env("poll")},
+			&cli.DurationFlag{Name: "rescan-interval", Value: 10 * time.Second, Usage: "full rescan of local sources (a backstop for lost fsnotify events), or the S3 polling interval", EnvVars: env("rescan-interval")},
+		}, loggingFlags()...),
+		Action: runStream,
+	}
+}
+
+// streamConfig turns flags into the runner's Config, refusing bad values with
+// one clear message.
+func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
+	var cfg stream.RunnerConfig
+	cfg.Sources = c.StringSlice("source")
+	if len(cfg.Sources) == 0 {
+		return cfg, fmt.Errorf("--source is required: a directory or s3://bucket/prefix")
+	}
+	if c.Duration("window") == 0 {
+		return cfg, fmt.Errorf("--window is required, e.g. --window 10m")
+	}
+	spec, err := tidemark.NewWindowSpec(c.Duration("window"), c.Duration("slide"))
+	if err != nil {
+		return cfg, fmt.Errorf("--window/--slide: %w", err)
+	}
+	if c.Duration("lateness") < 0 {
+		return cfg, fmt.Errorf("--lateness must not be negative, got %s", c.Duration("lateness"))
+	}
+	if c.Duration("idle-timeout") < 0 {
+		return cfg, fmt.Errorf("--idle-timeout must not be negative, got %s", c.Duration("idle-timeout"))
+	}
+	keys := c.StringSlice("key")
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if k == "" {
+			return cfg, fmt.Errorf("--key must not be empty")
+		}
+		if tidemark.ReservedColumn(k) {
+			return cfg, fmt.Errorf("--key %q is a column name of the lake's tables; rename the field in the input or pick another key", k)
+		}
+		if seen[k] {
+			return cfg, fmt.Errorf("--key %q given twice", k)
+		}
+		seen[k] = true
+	}
+	if c.Int("max-batch-rows") < 1 {
+		return cfg, fmt.Errorf("--max-batch-rows must be at least 1, got %d", c.Int("max-batch-rows"))
+	}
+	if c.Bool("drain") && !c.Bool("once") {
+		return cfg, fmt.Errorf("--drain needs --once: a continuous stream never drains")
+	}
+
+	lateRule, err := stream.ParseLateRule(c.String("late-rule"))
+	if err != nil {
+		return cfg, fmt.Errorf("--late-rule: %w", err)
+	}
+	mode, err := stream.ParseOutputMode(c.String("output-mode"))
+	if err != nil {
+		return cfg, fmt.Errorf("--output-mode: %w", err)
+	}
+	policy, err := stream.ParsePolicy(c.String("watermark-policy"))
+	if err != nil {
+		return cfg, fmt.Errorf("--watermark-policy: %w", err)
+	}
+	cfg.Engine = stream.Config{
+		Window:      spec,
+		Lateness:    c.Duration("lateness").Microseconds(),
+		LateRule:    lateRule,
+		OutputMode:  mode,
+		Policy:      policy,
+		IdleTimeout: c.Duration("idle-timeout"),
+	}
+	cfg.Decoder = ingest.DecoderConfig{
+		Format:       c.String("format"),
+		TimeField:    c.String("time-field"),
+		TimeUnit:     c.String("time-unit"),
+		TimeLayout:   c.String("time-layout"),
+		Keys:         keys,
+		ValueField:   c.String("value"),
+		ArrivalField: c.String("arrival-field"),
+		MaxFuture:    c.Duration("max-future"),
+		MaxLineBytes: c.Int("max-line-bytes"),
+	}
+	if err := cfg.Decoder.Validate(); err != nil {
+		return cfg, err
+	}
+	cfg.Lake = c.String("lake")
+	cfg.S3 = store.S3Config{Endpoint: c.String("s3-endpoint")}
+	cfg.Checkpoint = c.String("checkpoint")
+	cfg.Name = c.String("name")
+	cfg.MaxBatchRows = c.Int("max-batch-rows")
+	cfg.Trigger = c.Duration("trigger")
+	cfg.Once = c.Bool("once")
+	cfg.Drain = c.Bool("drain")
+	cfg.Poll = c.Bool("poll")
+	cfg.Rescan = c.Duration("rescan-interval")
+	cfg.MetricsAddr = c.String("metrics-addr")
+	return cfg, nil
+}

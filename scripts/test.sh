@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every test of tidemark on a fresh machine with only Go and gcc:
+# installs the S3-compatible server the storage tests need (versitygw), then
+# go vet, the race-enabled test suite, and the DuckDB interop check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$(go env GOPATH)/bin:$PATH"
+export CGO_ENABLED=1
+if ! command -v versitygw >/dev/null 2>&1; then
+  echo "== installing versitygw v1.8.0 (the real S3 server for the storage tests)"
+  go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+fi
+# Tests that need the S3 server fail instead of skipping when it is missing.
+export TIDEMARK_REQUIRE_S3=1
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 -timeout 20m ./...
+
+if [ "${TIDEMARK_SKIP_DUCKDB:-0}" != 1 ]; then
+  echo "== interop: DuckDB reads the lake tidemark writes"
+  scripts/interop.sh
+fi

@@ -1,0 +1,330 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"tidemark"
+	"tidemark/ingest"
+	"tidemark/lake"
+)
+
+var osHostname = os.Hostname
+
+// openSources opens every --source at its checkpointed position.
+func (r *runner) openSources(ctx context.Context, at map[string]json.RawMessage) error {
+	for _, s := range r.sources {
+		s.Close()
+	}
+	r.sources = r.sources[:0]
+	for _, spec := range r.cfg.Sources {
+		var pos ingest.Position
+		if raw, ok := at[spec]; ok {
+			if err := json.Unmarshal(raw, &pos); err != nil {
+				return fmt.Errorf("checkpoint position of source %s: %w", spec, err)
+			}
+		}
+		src, err := ingest.Open(ctx, spec, r.sourceConfig(), pos)
+		if err != nil {
+			return fmt.Errorf("open source %s: %w", spec, err)
+		}
+		r.sources = append(r.sources, src)
+	}
+	return nil
+}
+
+// sourceConfig configures the sources. Their clock is the batch's read
+// time, fixed per batch and logged in the write-ahead entry, so a replayed
+// batch decodes (arrival, future-time guard) exactly as the first time.
+func (r *runner) sourceConfig() ingest.SourceConfig {
+	return ingest.SourceConfig{
+		DecoderConfig: r.cfg.Decoder,
+		Clock:         func() time.Time { return time.UnixMicro(r.readTime.Load()) },
+		Logger:        r.cfg.Logger,
+		Once:          r.cfg.Once,
+		PollOnly:      r.cfg.Poll,
+		Rescan:        r.cfg.Rescan,
+	}
+}
+
+// run is the micro-batch loop.
+func (r *runner) run(ctx context.Context) error {
+	var last time.Time
+	for {
+		if ctx.Err() != nil {
+			return nil // a clean stop: the last batch is committed
+		}
+		if r.cfg.Trigger > 0 && !last.IsZero() {
+			if err := sleepCtx(ctx, r.cfg.Trigger-r.cfg.Clock().Sub(last)); err != nil {
+				return nil
+			}
+		}
+		readTime := time.UnixMicro(r.cfg.Clock().UnixMicro())
+		r.readTime.Store(readTime.UnixMicro())
+		start, err := marshalPositions(r.sources)
+		if err != nil {
+			return err
+		}
+		recs, err := r.read(ctx, readTime)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			if r.cfg.Once {
+				if r.exhausted() {
+					break
+				}
+				continue
+			}
+			if err := r.wait(ctx); err != nil {
+				return nil
+			}
+			continue
+		}
+		last = readTime
+		end, err := marshalPositions(r.sources)
+		if err != nil {
+			return err
+		}
+		entry := offsetsEntry{BatchID: r.nextID, ReadTime: readTime.UnixMicro(), Start: start, End: end, Rows: len(recs), SourceRows: map[string]int{}}
+		for i := range recs {
+			entry.SourceRows[recs[i].Source]++
+		}
+		// Once the batch is read, finish it even if ctx is cancelled now:
+		// SIGTERM commits the current batch, then exits.
+		if err := r.process(context.WithoutCancel(ctx), entry, recs); err != nil {
+			return err
+		}
+	}
+	if r.cfg.Drain {
+		return r.drain(ctx)
+	}
+	return nil
+}
+
+func (r *runner) exhausted() bool {
+	for _, s := range r.sources {
+		if !s.Exhausted() {
+			return false
+		}
+	}
+	return true
+}
+
+// read fills one micro-batch: each source gets an equal share of
+// MaxBatchRows in --source order, and leftover room goes to whoever has more.
+func (r *runner) read(ctx context.Context, readTime time.Time) ([]tidemark.Record, error) {
+	recs := r.buf[:0]
+	limit := r.cfg.MaxBatchRows
+	share := max(1, limit/len(r.sources))
+	for pass := 0; pass < 2 && len(recs) < limit; pass++ {
+		for _, s := range r.sources {
+			room := limit - len(recs)
+			if pass == 0 {
+				room = min(room, share)
+			}
+			if room <= 0 {
+				break
+			}
+			var err error
+			recs, err = s.Read(ctx, recs, room)
+			if err != nil {
+				return nil, fmt.Errorf("read source %s: %w", s.Name(), err)
+			}
+		}
+	}
+	r.buf = recs
+	return recs, nil
+}
+
+// wait blocks until a source may have new data, or the rescan interval.
+func (r *runner) wait(ctx context.Context) error {
+	if len(r.sources) == 1 {
+		if w, ok := r.sources[0].(ingest.Waiter); ok {
+			return w.Wait(ctx, r.cfg.Rescan)
+		}
+	}
+	return sleepCtx(ctx, min(r.cfg.Rescan, 100*time.Millisecond))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// process runs one batch through the write-ahead log, the engine, the lake
+// and the checkpoint, in that order.
+func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemark.Record) error {
+	began := time.Now()
+	if err := r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry); err != nil {
+		return err
+	}
+	readTime := time.UnixMicro(entry.ReadTime)
+	res := r.engine.Process(recs, readTime)
+	if err := r.commit(ctx, entry, recs, res, nil); err != nil {
+		return err
+	}
+	r.sum.count(recs)
+	r.report(entry, recs, res, time.Since(began))
+	return nil
+}
+
+// commit writes the batch to the lake, prints its windows and records it in
+// the checkpoint. state overrides the engine's state (used by drain).
+func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark.Record, res BatchResult, state *State) error {
+	rows := make([]lake.WindowRow, len(res.Emitted))
+	var wm *int64
+	if state != nil && state.HasWatermark {
+		w := state.Watermark
+		wm = &w
+	} else if res.HasWatermark && res.Watermark != tidemark.MaxTime {
+		w := res.Watermark
+		wm = &w
+	}
+	for i, e := range res.Emitted {
+		rows[i] = lake.WindowRow{Result: e, Origin: lake.OriginStream, Revision: 1, ComputedAt: entry.ReadTime, Watermark: wm}
+	}
+	err := r.lake.AppendBatch(ctx, lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime})
+	if err != nil {
+		return err
+	}
+	if r.cfg.Print != nil {
+		if err := printResults(r.cfg.Print, r.cfg.Decoder.Keys, r.cfg.Decoder.ValueField != "", res.Emitted); err != nil {
+			return fmt.Errorf("print windows: %w", err)
+		}
+	}
+	r.sum.Emitted += int64(len(res.Emitted))
+	if state == nil {
+		state = r.engine.State()
+	}
+	blob, err := state.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("encode engine state: %w", err)
+	}
+	c := commitEntry{BatchID: entry.BatchID, End: entry.End, Engine: blob}
+	if state.HasWatermark {
+		w := state.Watermark
+		c.Watermark = &w
+	}
+	if err := r.ck.write(ctx, batchKey("commits", entry.BatchID), c); err != nil {
+		return err
+	}
+	r.sum.Batches++
+	r.nextID = entry.BatchID + 1
+	if err := r.ck.cleanup(ctx, entry.BatchID); err != nil {
+		r.cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
+	}
+	return nil
+}
+
+// drain closes every open window (--once --drain). The checkpoint keeps the
+// watermark at the end of the last drained window rather than +infinity, so
+// a later run still accepts events for newer windows; events for the
+// drained windows are late from then on, and reconcile absorbs them.
+func (r *runner) drain(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	pos, err := marshalPositions(r.sources)
+	if err != nil {
+		return err
+	}
+	entry := offsetsEntry{BatchID: r.nextID, ReadTime: r.cfg.Clock().UnixMicro(), Start: pos, End: pos, Drain: true}
+	if err := r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry); err != nil {
+		return err
+	}
+	return r.finishDrain(ctx, entry)
+}
+
+func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
+	before := r.engine.State()
+	res := r.engine.Drain()
+	after := r.engine.State()
+	after.Watermark, after.HasWatermark = before.Watermark, before.HasWatermark
+	for _, e := range res.Emitted {
+		if !after.HasWatermark || e.Window.End > after.Watermark {
+			after.Watermark, after.HasWatermark = e.Window.End, true
+		}
+	}
+	if err := r.commit(ctx, entry, nil, res, after); err != nil {
+		return err
+	}
+	r.report(entry, nil, res, 0)
+	// The engine now holds W = +inf; reload the saved state so a caller that
+	// keeps going sees what the checkpoint holds.
+	eng, err := New(r.cfg.Engine, after)
+	if err != nil {
+		return err
+	}
+	r.engine = eng
+	return nil
+}
+
+// replay redoes a batch the previous run logged but did not commit, reading
+// exactly the records between its start and end positions.
+func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
+	if entry.Drain {
+		return r.finishDrain(ctx, *entry)
+	}
+	frozen := time.UnixMicro(entry.ReadTime)
+	r.readTime.Store(entry.ReadTime)
+	var recs []tidemark.Record
+	for _, s := range r.sources {
+		var end ingest.Position
+		if err := json.Unmarshal(entry.End[s.Name()], &end); err != nil {
+			return fmt.Errorf("replay batch %d: end position of %s: %w", entry.BatchID, s.Name(), err)
+		}
+		var err error
+		if recs, err = readUntil(ctx, s, recs, end, entry.SourceRows[s.Name()]); err != nil {
+			return fmt.Errorf("replay batch %d from %s: %w", entry.BatchID, s.Name(), err)
+		}
+	}
+	if len(recs) != entry.Rows {
+		return fmt.Errorf("replay batch %d: read %d records between the logged positions, the log says %d: the input changed under the checkpoint", entry.BatchID, len(recs), entry.Rows)
+	}
+	res := r.engine.Process(recs, frozen)
+	if err := r.commit(ctx, *entry, recs, res, nil); err != nil {
+		return err
+	}
+	r.sum.count(recs)
+	r.report(*entry, recs, res, 0)
+	return r.openSources(ctx, entry.End)
+}
+
+// readUntil reads from s every record before the end position: the records
+// a logged batch held. Files that appeared since (not in end) and bytes past
+// end's offsets are read and discarded; the caller reopens at end.
+func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end ingest.Position, want int) ([]tidemark.Record, error) {
+	limit := make(map[string]int64, len(end.Files))
+	for _, f := range end.Files {
+		limit[f.Path] = f.Offset
+	}
+	var chunk []tidemark.Record
+	for got := 0; got < want; {
+		var err error
+		chunk, err = s.Read(ctx, chunk[:0], min(4096, want-got))
+		if err != nil {
+			return dst, err
+		}
+		if len(chunk) == 0 {
+			return dst, nil
+		}
+		for _, rec := range chunk {
+			if off, ok := limit[rec.File]; ok && rec.Offset < off {
+				dst = append(dst, rec)
+				got++
+			}
+		}
+	}
+	return dst, nil
+}

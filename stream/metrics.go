@@ -1,0 +1,114 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tidemark"
+)
+
+// metrics are the Prometheus view of the progress lines (SPEC §7).
+type metrics struct {
+	reg         *prometheus.Registry
+	watermark   prometheus.Gauge
+	maxEvent    prometheus.Gauge
+	dropped     prometheus.Counter
+	rows        *prometheus.CounterVec
+	quarantined *prometheus.CounterVec
+	batches     prometheus.Counter
+	emitted     prometheus.Counter
+	stateRows   prometheus.Gauge
+	stateBytes  prometheus.Gauge
+	duration    prometheus.Histogram
+
+	srv  *http.Server
+	done chan error
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tidemark_watermark_seconds",
+			Help: "Global event-time watermark, seconds since the epoch."}),
+		maxEvent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tidemark_max_event_time_seconds",
+			Help: "Largest event time seen in the last batch, seconds since the epoch."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "tidemark_rows_dropped_by_watermark_total",
+			Help: "Valid rows left out of a closed window (stored in raw_events as late)."}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_input_rows_total",
+			Help: "Input lines read, per source."}, []string{"source"}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_quarantined_rows_total",
+			Help: "Lines sent to quarantine, per reason."}, []string{"reason"}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{Name: "tidemark_batches_total",
+			Help: "Micro-batches committed."}),
+		emitted: prometheus.NewCounter(prometheus.CounterOpts{Name: "tidemark_windows_emitted_total",
+			Help: "Window results emitted."}),
+		stateRows: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tidemark_state_rows",
+			Help: "Open (window, key) aggregates held in memory."}),
+		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tidemark_state_bytes",
+			Help: "Estimated bytes held by open window state."}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tidemark_batch_duration_seconds",
+			Help: "Wall time to process and commit one batch.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+	}
+	m.reg.MustRegister(m.watermark, m.maxEvent, m.dropped, m.rows, m.quarantined, m.batches,
+		m.emitted, m.stateRows, m.stateBytes, m.duration)
+	for _, r := range tidemark.Reasons {
+		m.quarantined.WithLabelValues(string(r))
+	}
+	return m
+}
+
+// serve starts the /metrics endpoint; stop shuts it down.
+func (m *metrics) serve(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	m.done = make(chan error, 1)
+	go func() { m.done <- m.srv.Serve(ln) }()
+	return nil
+}
+
+func (m *metrics) stop() error {
+	if m == nil || m.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := m.srv.Shutdown(ctx)
+	if serr := <-m.done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	m.srv = nil
+	return err
+}
+
+func (m *metrics) observe(p progress, res BatchResult) {
+	for src, n := range p.InputRows {
+		m.rows.WithLabelValues(src).Add(float64(n))
+	}
+	for reason, n := range p.Quarantined {
+		m.quarantined.WithLabelValues(reason).Add(float64(n))
+	}
+	if res.HasWatermark && res.Watermark != tidemark.MaxTime {
+		m.watermark.Set(float64(res.Watermark) / 1e6)
+	}
+	if res.Rows > 0 {
+		m.maxEvent.Set(float64(res.MaxEventTime) / 1e6)
+	}
+	m.dropped.Add(float64(res.Dropped))
+	m.batches.Inc()
+	m.emitted.Add(float64(len(res.Emitted)))
+	m.stateRows.Set(float64(res.OpenWindows))
+	m.stateBytes.Set(float64(res.StateBytes))
+	m.duration.Observe(p.DurationMs / 1000)
+}
