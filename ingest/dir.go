@@ -1,0 +1,466 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"tidemark"
+)
+
+// Dir is a local directory source: every regular file under the root
+// (subdirectories too; names starting with "." are skipped), optionally
+// filtered by a glob, read in lexical path order, each file front to back.
+// .gz and .zst files are decompressed and treated as immutable.
+//
+// With SourceConfig.Once it reads what was there at Open and stops. Without
+// it, it tails: files grow and only complete lines are read; files are
+// identified by device+inode verified by a hash of their first bytes, so a
+// renamed (rotated) file continues where it was, a truncated one
+// (copytruncate) restarts at 0, a reused inode is a new file, and deleted
+// files leave the Position. Changes are found by fsnotify plus a periodic
+// full rescan (the backstop for lost events), or by the rescan alone with
+// PollOnly.
+type Dir struct {
+	name    string
+	root    string
+	pattern string // glob on the relative path ("/" in it) or on the base name
+	cfg     SourceConfig
+
+	files map[string]*fileState // by relative path
+	order []string              // relative paths, sorted
+	cur   int                   // index in order of the file being read
+	json  *NDJSONDecoder
+
+	watcher    *fsnotify.Watcher
+	watched    map[string]bool // absolute directory paths
+	lastRescan time.Time
+	needRescan bool
+	closed     bool
+}
+
+var (
+	_ Source = (*Dir)(nil)
+	_ Waiter = (*Dir)(nil)
+)
+
+// fileState is one tracked file.
+type fileState struct {
+	pos        FilePosition
+	size       int64 // raw size at the last stat
+	limit      int64 // Once: raw bytes present at Open; -1 = no limit
+	compressed bool
+	r          *lineReader
+	closers    []io.Closer
+	dec        Decoder
+}
+
+func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*Dir, error) {
+	root, pattern, err := splitSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{}}
+	if cfg.Format != FormatCSV {
+		if d.json, err = NewNDJSONDecoder(cfg.DecoderConfig); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.Once && !cfg.PollOnly {
+		if d.watcher, err = fsnotify.NewWatcher(); err != nil {
+			return nil, fmt.Errorf("open source %s: watch: %w", spec, err)
+		}
+	}
+	listed, err := d.list()
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open source %s: %w", spec, err)
+	}
+	byID := map[[2]uint64]FilePosition{}
+	for _, p := range resume.Files {
+		if p.Inode != 0 {
+			byID[[2]uint64{p.Dev, p.Inode}] = p
+		}
+	}
+	for rel, fi := range listed {
+		st := d.newState(rel, fi)
+		dev, ino := fileID(fi)
+		if p, ok := byID[[2]uint64{dev, ino}]; ok && st.sameContent(d.abs(rel), p) {
+			p.Path = rel
+			st.pos = p
+		}
+		if cfg.Once {
+			st.limit = fi.Size()
+		}
+		d.files[rel] = st
+	}
+	d.reorder()
+	d.lastRescan = cfg.Clock()
+	return d, nil
+}
+
+// splitSpec turns a --source value into a root directory and a glob.
+func splitSpec(spec string) (root, pattern string, err error) {
+	if strings.ContainsAny(spec, "*?[") {
+		root = spec
+		for strings.ContainsAny(root, "*?[") {
+			root = filepath.Dir(root)
+		}
+		rel, err := filepath.Rel(root, spec)
+		if err != nil {
+			return "", "", fmt.Errorf("open source %s: %w", spec, err)
+		}
+		pattern = filepath.ToSlash(rel)
+		if _, err := path.Match(pattern, ""); err != nil {
+			return "", "", fmt.Errorf("open source %s: bad glob: %w", spec, err)
+		}
+	} else {
+		root = spec
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return "", "", fmt.Errorf("open source %s: %w", spec, err)
+	}
+	if !fi.IsDir() {
+		if pattern != "" {
+			return "", "", fmt.Errorf("open source %s: %s is not a directory", spec, root)
+		}
+		return filepath.Dir(root), filepath.Base(root), nil
+	}
+	return root, pattern, nil
+}
+
+func (d *Dir) abs(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
+
+func (d *Dir) match(rel string) bool {
+	if d.pattern == "" {
+		return true
+	}
+	name := rel
+	if !strings.Contains(d.pattern, "/") {
+		name = path.Base(rel)
+	}
+	ok, _ := path.Match(d.pattern, name)
+	return ok
+}
+
+// list walks the tree and returns its matching regular files. In tailing
+// mode it also watches every directory it sees.
+func (d *Dir) list() (map[string]fs.FileInfo, error) {
+	out := map[string]fs.FileInfo{}
+	seen := map[string]bool{}
+	err := filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if p != d.root && errors.Is(err, fs.ErrNotExist) {
+				return nil // vanished while walking
+			}
+			return err
+		}
+		if p != d.root && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if e.IsDir() {
+			seen[p] = true
+			if d.watcher != nil && !d.watched[p] {
+				if err := d.watcher.Add(p); err == nil {
+					d.watched[p] = true
+				} else {
+					d.cfg.Logger.Warn("cannot watch directory; the rescan will cover it", "dir", p, "error", err)
+				}
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(d.root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if !d.match(rel) {
+			return nil
+		}
+		fi, err := os.Stat(p) // follows symlinks
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		out[rel] = fi
+		return nil
+	})
+	for p := range d.watched {
+		if !seen[p] {
+			delete(d.watched, p) // fsnotify drops watches of removed directories itself
+		}
+	}
+	return out, err
+}
+
+func isCompressed(rel string) bool {
+	ext := strings.ToLower(path.Ext(rel))
+	return ext == ".gz" || ext == ".zst"
+}
+
+func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
+	dev, ino := fileID(fi)
+	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel)}
+	st.pos = FilePosition{Path: rel, Dev: dev, Inode: ino}
+	st.pos.Hash, st.pos.HashLen = fingerprint(d.abs(rel), 0)
+	return st
+}
+
+func (d *Dir) reorder() {
+	d.order = d.order[:0]
+	for rel := range d.files {
+		d.order = append(d.order, rel)
+	}
+	slices.Sort(d.order)
+	d.cur = 0
+}
+
+// Name implements Source.
+func (d *Dir) Name() string { return d.name }
+
+// Position implements Source. Files are listed in path order.
+func (d *Dir) Position() Position {
+	var p Position
+	for _, rel := range d.order {
+		fp := d.files[rel].pos
+		fp.Header = slices.Clone(fp.Header)
+		p.Files = append(p.Files, fp)
+	}
+	return p
+}
+
+// Exhausted implements Source: with Once, every file present at Open has
+// been read up to its size then. A tailing source is never exhausted.
+func (d *Dir) Exhausted() bool { return d.cfg.Once && d.cur >= len(d.order) }
+
+// Close implements Source.
+func (d *Dir) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for _, st := range d.files {
+		errs = append(errs, st.close())
+	}
+	if d.watcher != nil {
+		errs = append(errs, d.watcher.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (st *fileState) close() error {
+	var errs []error
+	for i := len(st.closers) - 1; i >= 0; i-- {
+		errs = append(errs, st.closers[i].Close())
+	}
+	st.closers, st.r = nil, nil
+	return errors.Join(errs...)
+}
+
+// Read implements Source.
+func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) ([]tidemark.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	if d.closed {
+		return dst, errors.New("ingest: read from a closed source")
+	}
+	if !d.cfg.Once {
+		d.drainEvents()
+		if d.needRescan || d.cfg.Clock().Sub(d.lastRescan) >= d.cfg.Rescan {
+			if err := d.Rescan(ctx); err != nil {
+				return dst, err
+			}
+		}
+	}
+	arrival := d.cfg.Clock().UnixMicro()
+	a := arena{chunk: min(1<<20, max(4096, maxRecords*512))}
+	n := 0
+	for d.cur < len(d.order) && n < maxRecords {
+		st := d.files[d.order[d.cur]]
+		var got int
+		var err error
+		dst, got, err = d.readFile(st, dst, maxRecords-n, arrival, &a)
+		n += got
+		if err != nil {
+			return dst, err
+		}
+		if n < maxRecords {
+			d.cur++ // this file has nothing more now
+		}
+	}
+	if !d.cfg.Once && d.cur >= len(d.order) {
+		d.cur = 0 // the next Read starts a new pass in path order
+	}
+	return dst, nil
+}
+
+// readFile appends up to max records of one file.
+func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, a *arena) ([]tidemark.Record, int, error) {
+	if st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed {
+		return dst, 0, nil
+	}
+	if st.r == nil {
+		if !st.compressed && !d.cfg.Once && st.size <= st.pos.Offset {
+			return dst, 0, nil // nothing new since the last stat
+		}
+		if err := d.openReader(st); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				d.needRescan = true
+				return dst, 0, nil
+			}
+			d.cfg.Logger.Warn("cannot read file; will retry", "source", d.name, "file", st.pos.Path, "error", err)
+			return dst, 0, nil
+		}
+	}
+	n := 0
+	for n < maxRecords {
+		payload, off, length, ok, err := st.r.next()
+		if err != nil {
+			d.readError(st, err)
+			break
+		}
+		if !ok {
+			if st.r.done {
+				if st.compressed {
+					st.pos.Done = true
+				}
+				st.close()
+			} else if !st.r.pending() && !d.cfg.Once {
+				st.size = max(st.size, st.r.readOffset())
+				st.close() // caught up: free the descriptor until the file grows
+			}
+			break
+		}
+		if d.cfg.Format == FormatCSV && st.dec == nil {
+			st.pos.Header = slices.Clone(payload)
+			st.pos.Offset = st.r.off
+			if err := d.csvDecoder(st); err != nil {
+				return dst, n, err
+			}
+			continue
+		}
+		rec := tidemark.Record{Source: d.name, File: st.pos.Path, Offset: off, Payload: a.copy(payload), Arrival: arrival}
+		if length > int64(d.cfg.MaxLineBytes) {
+			rec.Reason = tidemark.ReasonLineTooLong
+			rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", length, d.cfg.MaxLineBytes)
+		} else {
+			d.decoder(st).Decode(&rec)
+		}
+		dst = append(dst, rec)
+		n++
+		st.pos.Offset = st.r.off
+	}
+	return dst, n, nil
+}
+
+func (d *Dir) decoder(st *fileState) Decoder {
+	if st.dec != nil {
+		return st.dec
+	}
+	return d.json
+}
+
+func (d *Dir) csvDecoder(st *fileState) error {
+	dec, err := NewCSVDecoder(d.cfg.DecoderConfig, st.pos.Header)
+	if err != nil {
+		return err
+	}
+	st.dec = dec
+	return nil
+}
+
+// readError handles a failed read. A compressed file still being written
+// ends early: in tailing mode it is retried from the position later. Any
+// other error is logged and the file is left as read so far.
+func (d *Dir) readError(st *fileState, err error) {
+	if st.compressed && errors.Is(err, io.ErrUnexpectedEOF) && !d.cfg.Once {
+		st.close()
+		return
+	}
+	d.cfg.Logger.Error("read failed; skipping the rest of the file", "source", d.name, "file", st.pos.Path, "offset", st.pos.Offset, "error", err)
+	if st.compressed {
+		st.pos.Done = true
+	} else if d.cfg.Once {
+		st.limit = st.pos.Offset
+	}
+	st.close()
+}
+
+// openReader opens a file at its position, checking it is still the file
+// the state describes.
+func (d *Dir) openReader(st *fileState) error {
+	f, err := os.Open(d.abs(st.pos.Path))
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if dev, ino := fileID(fi); dev != st.pos.Dev || ino != st.pos.Inode {
+		f.Close()
+		d.needRescan = true
+		return fmt.Errorf("open %s: %w", st.pos.Path, fs.ErrNotExist) // replaced: the rescan sorts it out
+	}
+	st.closers = []io.Closer{f}
+	var src io.Reader = f
+	if st.compressed {
+		dec, err := decompressor(st.pos.Path, f)
+		if err != nil {
+			st.close()
+			return err
+		}
+		st.closers = append(st.closers, dec)
+		src = dec
+		if _, err := io.CopyN(io.Discard, src, st.pos.Offset); err != nil {
+			st.close()
+			return fmt.Errorf("skip to offset %d of %s: %w", st.pos.Offset, st.pos.Path, err)
+		}
+	} else {
+		if _, err := f.Seek(st.pos.Offset, io.SeekStart); err != nil {
+			st.close()
+			return err
+		}
+		if st.limit >= 0 {
+			src = io.LimitReader(f, st.limit-st.pos.Offset)
+		}
+	}
+	final := st.compressed || d.cfg.Once
+	st.r = newLineReader(src, st.pos.Offset, final, d.cfg.Format, d.cfg.MaxLineBytes)
+	if d.cfg.Format == FormatCSV && st.dec == nil && st.pos.Header != nil {
+		return d.csvDecoder(st)
+	}
+	return nil
+}
+
+// arena hands out payload copies from chunks that are never reused, so a
+// batch's payloads stay valid for as long as the batch holds them.
+type arena struct {
+	buf   []byte
+	chunk int
+}
+
+func (a *arena) copy(b []byte) []byte {
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, max(len(b), a.chunk))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[start:len(a.buf):len(a.buf)]
+}

@@ -1,0 +1,118 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"tidemark"
+)
+
+// Source yields records from one --source in a deterministic order.
+type Source interface {
+	// Name returns the --source value, as stored in each record's Source.
+	Name() string
+	// Read returns up to max records available now (complete lines only),
+	// appended to dst. It returns no records (and nil error) when nothing is
+	// available at the moment. The records' Payloads stay valid after later
+	// Reads: each Read allocates its own arena.
+	Read(ctx context.Context, dst []tidemark.Record, max int) ([]tidemark.Record, error)
+	// Position is the resume point after the last record Read returned.
+	Position() Position
+	// Exhausted reports, for --once, that everything present when the
+	// source was opened has been read.
+	Exhausted() bool
+	Close() error
+}
+
+// Waiter is implemented by sources that can tell when new data may be
+// available, so a runner starts a batch as soon as data appears instead
+// of polling. Wait returns when there may be something to Read, when
+// timeout passes, or when ctx is done (returning its error).
+type Waiter interface {
+	Wait(ctx context.Context, timeout time.Duration) error
+}
+
+// SourceConfig configures Open. The zero value (plus a DecoderConfig) tails
+// a directory with fsnotify and a rescan every 10 s.
+type SourceConfig struct {
+	DecoderConfig
+
+	Clock  func() time.Time // read wall clock for Arrival; nil = time.Now
+	Logger *slog.Logger     // nil = discard
+
+	// Once reads only what is present at Open (--once): files present then,
+	// up to their size then. A final line without "\n" is then a record.
+	Once bool
+	// Rescan is the period of the full directory rescan that backs up
+	// fsnotify (events can be lost); 0 = 10 s.
+	Rescan time.Duration
+	// PollOnly disables fsnotify: only the periodic rescan finds changes
+	// (for NFS and other file systems without inotify).
+	PollOnly bool
+}
+
+// DefaultRescan is the rescan period of a zero SourceConfig.
+const DefaultRescan = 10 * time.Second
+
+func (c SourceConfig) withDefaults() SourceConfig {
+	c.DecoderConfig = c.DecoderConfig.withDefaults()
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Rescan <= 0 {
+		c.Rescan = DefaultRescan
+	}
+	return c
+}
+
+// Position is a source's resume point: for each file (or object) still
+// present, how far it has been read. It is plain data meant to be stored
+// as JSON in a checkpoint.
+type Position struct {
+	Files []FilePosition `json:"files,omitempty"`
+}
+
+// FilePosition is the resume point in one file. Offset is always at a
+// record boundary: every byte before it belongs to a record already
+// returned by Read.
+type FilePosition struct {
+	Path string `json:"path"` // relative to the source root, with "/" separators
+
+	// Identity of a local file: device and inode, verified by a hash of the
+	// first HashLen bytes (inode numbers are reused).
+	Dev     uint64 `json:"dev,omitempty"`
+	Inode   uint64 `json:"inode,omitempty"`
+	Hash    string `json:"hash,omitempty"`
+	HashLen int    `json:"hash_len,omitempty"`
+
+	// ETag identifies an object version (S3 sources).
+	ETag string `json:"etag,omitempty"`
+
+	Offset int64  `json:"offset"`           // next unread byte, in the decompressed stream
+	Header []byte `json:"header,omitempty"` // CSV header line, once read
+	Done   bool   `json:"done,omitempty"`   // an immutable input read to its end
+}
+
+// Open opens the source named by spec: a directory, a directory with a glob
+// ("logs/*.ndjson"), or a single file. resume is a Position previously
+// returned by the source's Position (the zero Position starts afresh).
+func Open(ctx context.Context, spec string, cfg SourceConfig, resume Position) (Source, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.DecoderConfig.Validate(); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(spec, "s3://") {
+		return nil, fmt.Errorf("open source %s: %w", spec, errS3Unsupported)
+	}
+	return openDir(ctx, spec, cfg, resume)
+}
+
+// errS3Unsupported stands in until the S3 source (s3source.go) exists.
+var errS3Unsupported = errors.New("ingest: s3 sources are not implemented yet")

@@ -1,0 +1,191 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// drainEvents consumes pending fsnotify events without blocking and
+// reports whether any may mean new data.
+func (d *Dir) drainEvents() bool {
+	if d.watcher == nil {
+		return false
+	}
+	any := false
+	for {
+		select {
+		case ev, ok := <-d.watcher.Events:
+			if !ok {
+				return any
+			}
+			any = d.handleEvent(ev) || any
+		case err, ok := <-d.watcher.Errors:
+			if !ok {
+				return any
+			}
+			// Typically a queue overflow: events were lost, so look at everything.
+			d.cfg.Logger.Warn("file watch error; rescanning", "source", d.name, "error", err)
+			d.needRescan = true
+			any = true
+		default:
+			return any
+		}
+	}
+}
+
+// handleEvent notes one fsnotify event. A write to a known file just
+// refreshes its size; anything that changes the tree schedules a rescan.
+func (d *Dir) handleEvent(ev fsnotify.Event) bool {
+	if ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) {
+		for rel, st := range d.files {
+			if d.abs(rel) == ev.Name {
+				d.refresh(st)
+				return true
+			}
+		}
+	}
+	if ev.Has(fsnotify.Chmod) && ev.Op == fsnotify.Chmod {
+		return false
+	}
+	d.needRescan = true
+	return true
+}
+
+// refresh re-stats one file; a change of identity or a shrink schedules
+// a rescan, which handles it.
+func (d *Dir) refresh(st *fileState) {
+	fi, err := statFile(d.abs(st.pos.Path))
+	if err != nil {
+		d.needRescan = true
+		return
+	}
+	if dev, ino := fileID(fi); dev != st.pos.Dev || ino != st.pos.Inode || fi.Size() < st.pos.Offset {
+		d.needRescan = true
+		return
+	}
+	st.size = fi.Size()
+}
+
+// Rescan lists the whole tree and reconciles it with the tracked files:
+// new files start at 0, renamed files (same device+inode and first bytes)
+// keep their position under the new path, truncated files and reused
+// inodes restart at 0, deleted files are dropped. Read calls it when
+// fsnotify reports a change and at least every SourceConfig.Rescan; tests
+// and poll loops may call it directly.
+func (d *Dir) Rescan(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	listed, err := d.list()
+	if err != nil {
+		return fmt.Errorf("rescan source %s: %w", d.name, err)
+	}
+	d.needRescan = false
+	d.lastRescan = d.cfg.Clock()
+	byID := make(map[[2]uint64]string, len(listed))
+	for rel, fi := range listed {
+		dev, ino := fileID(fi)
+		byID[[2]uint64{dev, ino}] = rel
+	}
+	next := make(map[string]*fileState, len(listed))
+	for rel, st := range d.files {
+		id := [2]uint64{st.pos.Dev, st.pos.Inode}
+		nrel, ok := byID[id]
+		if !ok {
+			d.cfg.Logger.Info("file gone; dropping it", "source", d.name, "file", rel, "offset", st.pos.Offset)
+			st.close()
+			continue
+		}
+		fi := listed[nrel]
+		if nrel != rel {
+			d.cfg.Logger.Info("file renamed; continuing it", "source", d.name, "from", rel, "to", nrel)
+			st.pos.Path = nrel
+		}
+		name := d.abs(nrel)
+		if !st.compressed && fi.Size() < st.r0() {
+			d.cfg.Logger.Warn("file truncated; reading it again from the start", "source", d.name, "file", nrel, "size", fi.Size(), "offset", st.pos.Offset)
+			st.reset(d, nrel, fi)
+		} else if prev := st.pos; !st.sameContent(name, prev) {
+			d.cfg.Logger.Info("inode reused by a new file; reading it from the start", "source", d.name, "file", nrel)
+			st.reset(d, nrel, fi)
+		}
+		st.size = fi.Size()
+		next[nrel] = st
+	}
+	for rel, fi := range listed {
+		if _, ok := next[rel]; ok {
+			continue
+		}
+		next[rel] = d.newState(rel, fi)
+	}
+	d.files = next
+	d.reorder()
+	return nil
+}
+
+// r0 is the raw offset up to which the file is known to extend: the read
+// position, including buffered bytes.
+func (st *fileState) r0() int64 {
+	if st.r != nil {
+		return st.r.readOffset()
+	}
+	return st.pos.Offset
+}
+
+// reset makes st describe a new file at rel, read from the start.
+func (st *fileState) reset(d *Dir, rel string, fi fs.FileInfo) {
+	st.close()
+	*st = *d.newState(rel, fi)
+}
+
+// Wait implements Waiter: it returns as soon as a file may hold unread
+// data, a watch event arrives, a rescan is due, timeout passes or ctx ends.
+func (d *Dir) Wait(ctx context.Context, timeout time.Duration) error {
+	if d.cfg.Once || d.hasData() {
+		return ctx.Err()
+	}
+	rescanIn := d.cfg.Rescan - d.cfg.Clock().Sub(d.lastRescan)
+	if rescanIn <= 0 || d.needRescan {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(min(timeout, rescanIn))
+	defer timer.Stop()
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if d.watcher != nil {
+		events, errs = d.watcher.Events, d.watcher.Errors
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case ev := <-events:
+			if d.handleEvent(ev) {
+				return nil
+			}
+		case err := <-errs:
+			d.cfg.Logger.Warn("file watch error; rescanning", "source", d.name, "error", err)
+			d.needRescan = true
+			return nil
+		}
+	}
+}
+
+// hasData reports whether some file is known to extend past what was read.
+func (d *Dir) hasData() bool {
+	for _, st := range d.files {
+		if st.pos.Done {
+			continue
+		}
+		if st.compressed && st.r == nil || !st.compressed && st.size > st.r0() {
+			return true
+		}
+	}
+	return false
+}
