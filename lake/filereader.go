@@ -20,7 +20,7 @@ type colData struct {
 	floats []float64 // double
 	bools  []bool    // boolean
 	bytes  [][]byte  // string, binary: views into arena
-	null   []bool // per row; meaningful only when hasNull
+	null   []bool    // per row; meaningful only when hasNull
 	arena  []byte
 
 	hasNull bool

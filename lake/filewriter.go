@@ -24,10 +24,10 @@ const (
 )
 
 // writerOptions are the settings SPEC §4.2 requires, each set explicitly.
-func writerOptions(s *parquet.Schema) []parquet.WriterOption {
+func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
 	return []parquet.WriterOption{
 		s,
-		parquet.Compression(&parquet.Zstd),
+		parquet.Compression(t.codec),
 		parquet.DataPageVersion(1),
 		parquet.DictionaryMaxBytes(dictMaxBytes),
 		parquet.PageBufferSize(1 << 20),
@@ -63,7 +63,7 @@ func newFileWriter(t *table) (*fileWriter, error) {
 	}
 	sch := t.parquetSchema()
 	w := &fileWriter{t: t, tmp: tmp, buf: bufio.NewWriterSize(tmp, 1<<20)}
-	w.pw = parquet.NewWriter(w.buf, writerOptions(sch)...)
+	w.pw = parquet.NewWriter(w.buf, writerOptions(t, sch)...)
 	all := w.pw.ColumnWriters()
 	n := len(t.cols)
 	w.cw = make([]*parquet.ColumnWriter, n)

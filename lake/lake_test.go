@@ -592,6 +592,7 @@ func benchLake(b *testing.B, rows int) *Lake {
 	recs := testRecords(rows)
 	for i := range recs {
 		recs[i].Reason = tidemark.ReasonNone
+		recs[i].EventTime = us(t0) + int64(i)*10_000 // 100 rows/s: 2 event hours
 	}
 	if err := l.AppendBatch(context.Background(), Batch{AppID: "s", BatchID: 1, Records: recs}); err != nil {
 		b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // kind is the type of one table column, as Delta (Spark) names it.
@@ -83,10 +84,14 @@ type table struct {
 	cols     []column
 	partCols []string
 	index    map[string]int // column name -> index in cols
+	// codec is shared by the table's writers so its encoder pool is reused.
+	// SpeedFastest: appends are on the stream's critical path, and the
+	// default level costs ~25% more time for ~5% smaller files.
+	codec *zstd.Codec
 }
 
 func newTable(name string, partCols []string, cols ...column) *table {
-	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols))}
+	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: &zstd.Codec{Level: zstd.SpeedFastest}}
 	for i, c := range cols {
 		t.index[c.name] = i
 	}
