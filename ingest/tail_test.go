@@ -35,7 +35,6 @@ func positions(d *Dir) string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-
 func TestTailPartialLine(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "app.log")
