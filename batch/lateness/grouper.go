@@ -1,0 +1,84 @@
+package lateness
+
+import (
+	"fmt"
+	"strings"
+
+	"tidemark"
+	"tidemark/lake"
+)
+
+// allGroup names the one group of --by none.
+const allGroup = "all"
+
+// nullGroup names the group of rows without the --by key field, as
+// tidemark.Key.String renders null.
+const nullGroup = "∅"
+
+// grouper assigns rows to groups.
+type grouper struct {
+	by      string
+	keyPart int // index of the --by key among the lake's keys; -1 otherwise
+	max     int
+	accs    []*groupAcc
+	ids     map[string]int       // group name -> index into accs
+	byKey   map[tidemark.Key]int // cache for key grouping
+}
+
+func newGrouper(keys []string, by string, maxGroups int) (*grouper, error) {
+	g := &grouper{by: by, keyPart: -1, max: maxGroups, ids: map[string]int{}, byKey: map[tidemark.Key]int{}}
+	switch by {
+	case ByNone:
+		g.id(allGroup)
+	case BySource:
+	default:
+		for i, k := range keys {
+			if k == by {
+				g.keyPart = i
+			}
+		}
+		if g.keyPart < 0 {
+			return nil, fmt.Errorf("lateness: --by %s: want none, source or a key field of the lake (%s)", by, strings.Join(keys, ", "))
+		}
+	}
+	return g, nil
+}
+
+// id returns the index of the named group, creating it.
+func (g *grouper) id(name string) (int, error) {
+	if i, ok := g.ids[name]; ok {
+		return i, nil
+	}
+	if len(g.accs) >= g.max {
+		return 0, fmt.Errorf("lateness: --by %s: more than %d groups", g.by, g.max)
+	}
+	g.ids[name] = len(g.accs)
+	g.accs = append(g.accs, &groupAcc{name: name, ladder: newLadderCounts()})
+	return len(g.accs) - 1, nil
+}
+
+// group returns the group of row i of b.
+func (g *grouper) group(b lake.RawBatch, i int) (int, error) {
+	switch {
+	case g.by == ByNone:
+		return 0, nil
+	case g.keyPart < 0:
+		return g.id(b.Source[i])
+	}
+	k := b.Key[i]
+	if id, ok := g.byKey[k]; ok {
+		return id, nil
+	}
+	name := nullGroup
+	if parts := k.Parts(); g.keyPart < len(parts) && !parts[g.keyPart].Null {
+		name = parts[g.keyPart].Value
+	}
+	id, err := g.id(name)
+	if err != nil {
+		return 0, err
+	}
+	if len(g.byKey) < 1<<16 { // bound the cache when other key parts vary
+		g.byKey[k] = id
+	}
+	return id, nil
+}
