@@ -87,6 +87,8 @@ func (c *Config) defaults() {
 // Report is the result of Run; its JSON form is the --format json output.
 type Report struct {
 	Groups []Group `json:"groups"`
+
+	asked []float64 // the what-if budgets every group has, seconds
 }
 
 // Group is the measure of one group of rows. Durations are seconds.
@@ -228,6 +230,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 // assemble turns the accumulators and replay counts into the report.
 func assemble(accs []*groupAcc, asked []time.Duration, budgets []int64, drops [][2][]int64) *Report {
 	rep := &Report{Groups: []Group{}}
+	for _, b := range asked {
+		rep.asked = append(rep.asked, float64(b.Microseconds())/1e6)
+	}
 	for gi, a := range accs {
 		g := Group{
 			Group:      a.name,

@@ -1,0 +1,177 @@
+package lateness
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the report as one JSON document (the --format json
+// output): durations in seconds as numbers.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write lateness json: %w", err)
+	}
+	return nil
+}
+
+// WriteTable writes the report for people: one block per group.
+func (r *Report) WriteTable(w io.Writer) error {
+	ew := &errWriter{w: w}
+	if len(r.Groups) == 0 {
+		fmt.Fprintln(ew, "no raw events in the range")
+		return ew.err
+	}
+	for i := range r.Groups {
+		if i > 0 {
+			fmt.Fprintln(ew)
+		}
+		writeGroup(ew, &r.Groups[i])
+	}
+	return ew.err
+}
+
+func writeGroup(w io.Writer, g *Group) {
+	fmt.Fprintf(w, "group %s: %s rows\n", g.Group, thousands(g.Rows))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tmin\tp50\tp90\tp95\tp99\tp99.9\tmax\t")
+	for _, m := range []struct {
+		name string
+		p    Percentiles
+	}{{"arrival lag", g.ArrivalLag}, {"disorder", g.Disorder}} {
+		fmt.Fprintf(tw, "%s\t", m.name)
+		for _, v := range []float64{m.p.Min, m.p.P50, m.p.P90, m.p.P95, m.p.P99, m.p.P999, m.p.Max} {
+			fmt.Fprintf(tw, "%s\t", FormatDuration(v))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	b := g.Buckets
+	fmt.Fprintf(w, "late by (disorder): <1m %s   1m-10m %s   10m-1h %s   >=1h %s\n",
+		share(b.Lt1m, g.Rows), share(b.M1m10m, g.Rows), share(b.M10m1h, g.Rows), share(b.Ge1h, g.Rows))
+	fmt.Fprintf(w, "recommended --lateness %s (disorder p99 rounded up): drops %s of rows with --late-rule window\n",
+		FormatDuration(g.RecommendedLateness), percent(g.RecommendedDropFraction))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "what-if --lateness\tdropped, --late-rule event\tdropped, --late-rule window\t")
+	for _, wi := range g.WhatIf {
+		mark := ""
+		if g.isRecommended(wi) {
+			mark = " (recommended)"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t\n", FormatDuration(wi.Lateness), mark, share(wi.DroppedEvent, g.Rows), share(wi.DroppedWindow, g.Rows))
+	}
+	tw.Flush()
+}
+
+// WriteCSV writes a header and one row per group: the what-if columns are
+// the asked budgets' (dropped_event_rule_10s, ...) and the group's
+// recommendation's.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	head := []string{"group", "rows"}
+	for _, m := range []string{"arrival_lag", "disorder"} {
+		for _, p := range []string{"min", "p50", "p90", "p95", "p99", "p999", "max"} {
+			head = append(head, m+"_"+p+"_s")
+		}
+	}
+	head = append(head, "lt_1m", "1m_10m", "10m_1h", "ge_1h", "recommended_lateness_s", "recommended_drop_fraction")
+	asked := r.asked
+	for _, b := range asked {
+		s := strings.ReplaceAll(FormatDuration(b), "µ", "u")
+		head = append(head, "dropped_event_rule_"+s, "dropped_window_rule_"+s)
+	}
+	head = append(head, "dropped_event_rule_recommended", "dropped_window_rule_recommended")
+	_ = cw.Write(head)
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		rec := []string{g.Group, strconv.FormatInt(g.Rows, 10)}
+		for _, p := range []Percentiles{g.ArrivalLag, g.Disorder} {
+			for _, v := range []float64{p.Min, p.P50, p.P90, p.P95, p.P99, p.P999, p.Max} {
+				rec = append(rec, num(v))
+			}
+		}
+		b := g.Buckets
+		for _, n := range []int64{b.Lt1m, b.M1m10m, b.M10m1h, b.Ge1h} {
+			rec = append(rec, strconv.FormatInt(n, 10))
+		}
+		rec = append(rec, num(g.RecommendedLateness), num(g.RecommendedDropFraction))
+		for _, a := range asked {
+			ev, win := "", ""
+			for _, wi := range g.WhatIf {
+				if wi.Lateness == a {
+					ev, win = strconv.FormatInt(wi.DroppedEvent, 10), strconv.FormatInt(wi.DroppedWindow, 10)
+				}
+			}
+			rec = append(rec, ev, win)
+		}
+		for _, wi := range g.WhatIf {
+			if g.isRecommended(wi) {
+				rec = append(rec, strconv.FormatInt(wi.DroppedEvent, 10), strconv.FormatInt(wi.DroppedWindow, 10))
+			}
+		}
+		_ = cw.Write(rec)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write lateness csv: %w", err)
+	}
+	return nil
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func share(n, of int64) string {
+	if of == 0 {
+		return thousands(n)
+	}
+	return fmt.Sprintf("%s (%s)", thousands(n), percent(float64(n)/float64(of)))
+}
+
+func percent(f float64) string {
+	switch {
+	case f == 0:
+		return "0%"
+	case f < 0.0001:
+		return "<0.01%"
+	}
+	return strconv.FormatFloat(f*100, 'f', 2, 64) + "%"
+}
+
+// thousands renders n with comma separators.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// errWriter keeps the first write error, so formatting code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}

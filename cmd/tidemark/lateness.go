@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"tidemark"
+	"tidemark/batch/lateness"
+	"tidemark/stream"
+)
+
+func latenessCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "lateness",
+		Usage: "measure how late events arrive and recommend a --lateness budget",
+		Description: "Reads raw_events (ok and late rows) and prints, per group, arrival lag and disorder\n" +
+			"percentiles, the share of rows by disorder, a recommended --lateness (disorder p99 rounded up)\n" +
+			"and the rows the stream would drop under several budgets, replayed through the stream engine.",
+		Flags: append(lakeFlags(),
+			&cli.DurationFlag{Name: "since", Usage: "only events with event time in the last D, e.g. 24h (default: all)", EnvVars: env("since")},
+			&cli.StringFlag{Name: "from", Usage: "only events at or after this event time (RFC 3339 or date)", EnvVars: env("from")},
+			&cli.StringFlag{Name: "to", Usage: "only events before this event time", EnvVars: env("to")},
+			&cli.StringFlag{Name: "by", Value: "none", Usage: "group by none, source or a key field", EnvVars: env("by")},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv", EnvVars: env("format")},
+			&cli.StringFlag{Name: "plot", Usage: "also draw the distributions to this SVG file", EnvVars: env("plot")},
+			&cli.StringFlag{Name: "watermark-policy", Value: "min", Usage: "the stream's --watermark-policy, for the what-if replay", EnvVars: env("watermark-policy")},
+			&cli.DurationFlag{Name: "idle-timeout", Usage: "the stream's --idle-timeout, for the what-if replay (arrival time is the clock)", EnvVars: env("idle-timeout")},
+		),
+		Action: runLateness,
+	}
+}
+
+// runLateness is the action of `tidemark lateness`.
+func runLateness(c *cli.Context) error {
+	var cfg lateness.Config
+	var err error
+	switch {
+	case c.IsSet("since") && (c.IsSet("from") || c.IsSet("to")):
+		return fmt.Errorf("--since and --from/--to exclude each other")
+	case c.IsSet("since"):
+		if c.Duration("since") <= 0 {
+			return fmt.Errorf("--since must be positive, got %s", c.Duration("since"))
+		}
+		cfg.From = time.Now().Add(-c.Duration("since")).UnixMicro()
+	default:
+		if s := c.String("from"); s != "" {
+			if cfg.From, err = parseTime("from", s); err != nil {
+				return err
+			}
+		}
+		if s := c.String("to"); s != "" {
+			if cfg.To, err = parseTime("to", s); err != nil {
+				return err
+			}
+		}
+	}
+	format := c.String("format")
+	if format != "table" && format != "json" && format != "csv" {
+		return fmt.Errorf("--format %q: want table, json or csv", format)
+	}
+	policy, err := stream.ParsePolicy(c.String("watermark-policy"))
+	if err != nil {
+		return fmt.Errorf("--watermark-policy: %w", err)
+	}
+	lk, err := openLake(c)
+	if err != nil {
+		return err
+	}
+	cfg.By = c.String("by")
+	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")})
+	rep, err := lateness.Run(c.Context, lk, cfg)
+	if err != nil {
+		return err
+	}
+	if p := c.String("plot"); p != "" {
+		if err := writePlot(p, rep); err != nil {
+			return err
+		}
+	}
+	switch format {
+	case "json":
+		return rep.WriteJSON(c.App.Writer)
+	case "csv":
+		return rep.WriteCSV(c.App.Writer)
+	}
+	return rep.WriteTable(c.App.Writer)
+}
+
+func writePlot(path string, rep *lateness.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--plot: %w", err)
+	}
+	if err := rep.WritePlot(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--plot %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// engineReplayer makes the what-if's replayers: the stream engine itself,
+// with base's window, policy and idle timeout and the asked budget and rule.
+func engineReplayer(base stream.Config) lateness.NewReplayer {
+	return func(budget int64, rule string) (lateness.Replayer, error) {
+		cfg := base
+		cfg.Lateness = budget
+		var err error
+		if cfg.LateRule, err = stream.ParseLateRule(rule); err != nil {
+			return nil, err
+		}
+		e, err := stream.New(cfg, nil)
+		if err != nil {
+			return nil, err
+		}
+		return engineAdapter{e}, nil
+	}
+}
+
+// engineAdapter is a stream.Engine as a lateness.Replayer.
+type engineAdapter struct{ e *stream.Engine }
+
+func (a engineAdapter) Process(recs []tidemark.Record, now time.Time) { a.e.Process(recs, now) }
