@@ -73,6 +73,7 @@ cleanup() {
 }
 trap cleanup EXIT
 log "work directory $TMP"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 cd "$ROOT"
 
 # ---- build -------------------------------------------------------------------
@@ -205,6 +206,7 @@ COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "| cores (nproc) | $(nproc) |"
   echo "| CPU | $CPU |"
   echo "| memory | $MEM |"
+  echo "| load average at start | $LOAD0 (other work on the machine skews the numbers) |"
   echo "| Go | $GOV |"
   echo "| DuckDB | $DUCK_VERSION (duck built in ${DUCK_BUILD_S}s) |"
   echo "| input | $N lines, $INPUT_BYTES bytes, $FILES files, $KEYS keys, seed $SEED |"
