@@ -56,6 +56,7 @@ func BenchmarkProcess(b *testing.B) {
 			runtime.ReadMemStats(&ms0)
 			now := time.Unix(0, 0)
 			var emitted int
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			for b.Loop() {
 				e, err := New(cfg, nil)
@@ -68,10 +69,12 @@ func BenchmarkProcess(b *testing.B) {
 				emitted += len(e.Drain().Emitted)
 			}
 			b.StopTimer()
+			cpu := cpuTime() - cpu0
 			runtime.ReadMemStats(&ms1)
 			total := float64(b.N) * events
 			b.ReportMetric(total/b.Elapsed().Seconds(), "events/s")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/event")
+			b.ReportMetric(float64(cpu)/total, "cpu-ns/event") // includes GC on other threads
 			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/total, "allocs/event")
 			b.ReportMetric(float64(emitted)/float64(b.N), "windows/op")
 		})
