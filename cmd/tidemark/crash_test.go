@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tidemark/lake"
+	"tidemark/lake/store"
+)
+
+// crashInput appends lines to two files while the stream runs: valid events
+// with a small disorder, a malformed line every 37th, lines written in
+// pieces (a partial last line must wait for its newline). It records the
+// byte offset of every line it completes.
+type crashInput struct {
+	dir   string
+	mu    sync.Mutex
+	lines map[string]bool // "file@offset" -> malformed
+}
+
+func (in *crashInput) write(ctx context.Context, total int, rng *rand.Rand) error {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	files := []string{"a.ndjson", "b.ndjson"}
+	var offsets [2]int64
+	handles := make([]*os.File, 2)
+	for i, name := range files {
+		f, err := os.OpenFile(filepath.Join(in.dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		handles[i] = f
+	}
+	for n := 0; n < total; n++ {
+		fi := n % 2
+		var line string
+		bad := n%37 == 36
+		if bad {
+			line = fmt.Sprintf(`{"event_time": "broken %d"`, n)
+		} else {
+			t := base.Add(time.Duration(n)*time.Second - time.Duration(rng.IntN(3))*time.Second)
+			line = fmt.Sprintf(`{"event_time":%q,"page":"/p%d","value":%d}`, t.Format(time.RFC3339), n%5, n%100)
+		}
+		data := line + "\n"
+		// Write some lines in two pieces, so a reader can see half a line.
+		cut := len(data)
+		if n%7 == 3 {
+			cut = len(data) / 2
+		}
+		if _, err := handles[fi].WriteString(data[:cut]); err != nil {
+			return err
+		}
+		if cut < len(data) {
+			time.Sleep(time.Millisecond) // the writer's pacing, not a test wait
+			if _, err := handles[fi].WriteString(data[cut:]); err != nil {
+				return err
+			}
+		}
+		in.mu.Lock()
+		in.lines[fmt.Sprintf("%s@%d", files[fi], offsets[fi])] = bad
+		in.mu.Unlock()
+		offsets[fi] += int64(len(data))
+		if n%20 == 19 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// TestCrashKill9 kills the real binary with SIGKILL at random moments while
+// another process keeps appending, restarts it each time, and checks that
+// every input line ends up in raw_events or quarantine exactly once and that
+// window_results equals an uninterrupted run on the same input.
+func TestCrashKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: not in -short")
+	}
+	const kills = 20
+	in := &crashInput{dir: t.TempDir(), lines: map[string]bool{}}
+	lakeDir := t.TempDir()
+	rng := rand.New(rand.NewPCG(42, 9))
+	args := []string{"stream", "--source", in.dir, "--key", "page", "--value", "value",
+		"--window", "1m", "--lateness", "30s", "--max-batch-rows", "150", "--rescan-interval", "50ms",
+		"--lake", lakeDir, "--progress", filepath.Join(t.TempDir(), "progress.ndjson")}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	writeErr := make(chan error, 1)
+	go func() { writeErr <- in.write(ctx, 6000, rand.New(rand.NewPCG(1, 2))) }()
+
+	survived := 0
+	for i := 0; i < kills; i++ {
+		cmd := exec.Command(binary, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // a random moment to kill at
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			survived++
+		} else {
+			t.Fatalf("run %d ended before the kill (%v):\n%s", i, err, stderr.String())
+		}
+	}
+	if err := <-writeErr; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	// Finish: process everything, close every window.
+	if _, stderr, code := run(t, append(args, "--once", "--drain")...); code != 0 {
+		t.Fatalf("final run: exit %d\n%s", code, stderr)
+	}
+	t.Logf("survived %d kill -9s", survived)
+
+	// Every line exactly once, by file and offset.
+	got := map[string]int{}
+	lk := openTestLake(t, lakeDir)
+	err := lk.ScanRaw(context.Background(), lake.RawQuery{Columns: []string{lake.ColFile, lake.ColOffset}}, func(b lake.RawBatch) error {
+		for i := 0; i < b.N; i++ {
+			got[fmt.Sprintf("%s@%d", b.File[i], b.Offset[i])]++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = lk.ScanQuarantine(context.Background(), func(q lake.QuarantineRow) error {
+		got[fmt.Sprintf("%s@%d", q.File, q.Offset)]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing, doubled, extra []string
+	for key := range in.lines {
+		switch got[key] {
+		case 0:
+			missing = append(missing, key)
+		case 1:
+		default:
+			doubled = append(doubled, key)
+		}
+	}
+	for key := range got {
+		if _, ok := in.lines[key]; !ok {
+			extra = append(extra, key)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(doubled)
+	if len(missing)+len(doubled)+len(extra) > 0 {
+		t.Errorf("%d lines written; missing %d %v, doubled %d %v, unknown %d %v", len(in.lines),
+			len(missing), head(missing), len(doubled), head(doubled), len(extra), head(extra))
+	}
+
+	// window_results equals an uninterrupted run over the same files.
+	refLake := t.TempDir()
+	ref := append([]string{}, args...)
+	for i := range ref {
+		if ref[i] == lakeDir {
+			ref[i] = refLake
+		}
+	}
+	if _, stderr, code := run(t, append(ref, "--once", "--drain")...); code != 0 {
+		t.Fatalf("reference run: exit %d\n%s", code, stderr)
+	}
+	gotW := windowSummary(t, lk)
+	wantW := windowSummary(t, openTestLake(t, refLake))
+	if gotW != wantW {
+		t.Errorf("window_results after %d kills differ from an uninterrupted run:\n got: %s\nwant: %s", survived, gotW, wantW)
+	}
+}
+
+func head(s []string) []string {
+	if len(s) > 5 {
+		return s[:5]
+	}
+	return s
+}
+
+func openTestLake(t *testing.T, dir string) *lake.Lake {
+	t.Helper()
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := lake.Open(context.Background(), st, lake.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
+}
+
+// windowSummary renders every window row's key and aggregate, sorted.
+func windowSummary(t *testing.T, lk *lake.Lake) string {
+	t.Helper()
+	rows, err := lk.Windows(context.Background(), -1<<62, 1<<62, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%s %s n=%d s=%g", r.Window, r.Key, r.Agg.Count, r.Agg.Sum)
+	}
+	sort.Strings(out)
+	return fmt.Sprintf("%d windows: %s", len(rows), strings.Join(out, "; "))
+}

@@ -1,0 +1,71 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+)
+
+// QuarantineRow is one row of the quarantine table: a line that was not a
+// valid event, and why.
+type QuarantineRow struct {
+	Reason     string
+	Error      string
+	Source     string
+	File       string
+	Offset     int64
+	IngestTime int64
+	BatchID    int64
+	Payload    []byte // valid only during the callback
+}
+
+// ScanQuarantine calls fn with every quarantine row of the latest version,
+// one file and row group at a time (bounded memory).
+func (l *Lake) ScanQuarantine(ctx context.Context, fn func(QuarantineRow) error) error {
+	h := l.tables[TableQuarantine]
+	snap, err := h.dt.Snapshot(ctx, -1)
+	if err != nil {
+		return fmt.Errorf("scan quarantine: %w", err)
+	}
+	cols := h.def.cols
+	data := make([]colData, len(cols))
+	at := func(name string) *colData { return &data[h.def.col(name)] }
+	for i := range snap.Files {
+		key := snap.Files[i].Key(h.dt.Path())
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := func() error {
+			fr, err := openFileReader(ctx, l.st, key)
+			if err != nil {
+				return err
+			}
+			defer fr.Close()
+			for rg := range fr.numRowGroups() {
+				n, err := fr.readRowGroup(rg, cols, data)
+				if err != nil {
+					return err
+				}
+				for r := range n {
+					row := QuarantineRow{
+						Reason:     string(at("reason").bytes[r]),
+						Error:      string(at("error").bytes[r]),
+						Source:     string(at("source").bytes[r]),
+						File:       string(at("file").bytes[r]),
+						Offset:     at("offset").ints[r],
+						IngestTime: at("ingest_time").ints[r],
+						BatchID:    at("batch_id").ints[r],
+						Payload:    at("payload").bytes[r],
+					}
+					if err := fn(row); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return fmt.Errorf("scan quarantine: %w", err)
+		}
+	}
+	return nil
+}
