@@ -63,6 +63,9 @@ type fileState struct {
 	r          *lineReader
 	closers    []io.Closer
 	dec        Decoder
+	// failedSize is the raw size of a compressed file when it last ended
+	// early (still being written); it is retried only once it changes.
+	failedSize int64
 }
 
 func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*Dir, error) {
@@ -213,7 +216,7 @@ func isCompressed(rel string) bool {
 
 func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
 	dev, ino := fileID(fi)
-	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel)}
+	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1}
 	st.pos = FilePosition{Path: rel, Dev: dev, Inode: ino}
 	st.pos.Hash, st.pos.HashLen = fingerprint(d.abs(rel), 0)
 	return st
@@ -267,7 +270,7 @@ func (st *fileState) close() error {
 	for i := len(st.closers) - 1; i >= 0; i-- {
 		errs = append(errs, st.closers[i].Close())
 	}
-	st.closers, st.r = nil, nil
+	st.closers, st.r, st.dec = nil, nil, nil // the decoder is rebuilt from pos.Header
 	return errors.Join(errs...)
 }
 
@@ -315,7 +318,7 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 		return dst, 0, nil
 	}
 	if st.r == nil {
-		if !st.compressed && !d.cfg.Once && st.size <= st.pos.Offset {
+		if !d.cfg.Once && (!st.compressed && st.size <= st.pos.Offset || st.compressed && st.size == st.failedSize) {
 			return dst, 0, nil // nothing new since the last stat
 		}
 		if err := d.openReader(st); err != nil {
@@ -354,14 +357,15 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 			}
 			continue
 		}
-		rec := tidemark.Record{Source: d.name, File: st.pos.Path, Offset: off, Payload: a.copy(payload), Arrival: arrival}
+		// Decode in place: a local Record passed to an interface method would escape.
+		dst = append(dst, tidemark.Record{Source: d.name, File: st.pos.Path, Offset: off, Payload: a.copy(payload), Arrival: arrival})
+		rec := &dst[len(dst)-1]
 		if length > int64(d.cfg.MaxLineBytes) {
 			rec.Reason = tidemark.ReasonLineTooLong
 			rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", length, d.cfg.MaxLineBytes)
 		} else {
-			d.decoder(st).Decode(&rec)
+			d.decoder(st).Decode(rec)
 		}
-		dst = append(dst, rec)
 		n++
 		st.pos.Offset = st.r.off
 	}
@@ -389,6 +393,7 @@ func (d *Dir) csvDecoder(st *fileState) error {
 // other error is logged and the file is left as read so far.
 func (d *Dir) readError(st *fileState, err error) {
 	if st.compressed && errors.Is(err, io.ErrUnexpectedEOF) && !d.cfg.Once {
+		st.failedSize = st.size
 		st.close()
 		return
 	}

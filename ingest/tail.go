@@ -183,7 +183,7 @@ func (d *Dir) hasData() bool {
 		if st.pos.Done {
 			continue
 		}
-		if st.compressed && st.r == nil || !st.compressed && st.size > st.r0() {
+		if st.compressed && st.r == nil && st.size != st.failedSize || !st.compressed && st.size > st.r0() {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // tailer opens a poll-only tailing source whose rescans the test drives.
@@ -170,5 +173,30 @@ func TestTailNotify(t *testing.T) {
 	}
 	if got != "sub/a.log@0:hello[malformed]\n" {
 		t.Errorf("got %q, want the new line", got)
+	}
+}
+
+func TestTailCompressedStillWritten(t *testing.T) {
+	dir := t.TempDir()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte("one\ntwo\n"))
+	zw.Close()
+	name := filepath.Join(dir, "a.log.gz")
+	half := gz.Len() / 2
+	writeFile(t, name, gz.String()[:half])
+	d := tailer(t, dir, SourceConfig{})
+	if got := rescanRead(t, d); got != "" {
+		t.Errorf("half-written gzip: got %q, want nothing", got)
+	}
+	if d.hasData() {
+		t.Errorf("got hasData true for an unchanged half-written gzip, want false")
+	}
+	appendFile(t, name, gz.String()[half:])
+	if got, want := rescanRead(t, d), "a.log.gz@0:one[malformed]\na.log.gz@4:two[malformed]\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if p := d.Position(); len(p.Files) != 1 || !p.Files[0].Done {
+		t.Errorf("got position %+v, want the gzip done", p)
 	}
 }
