@@ -1,0 +1,219 @@
+package lateness
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"tidemark"
+	"tidemark/stream"
+)
+
+func run(t testing.TB, d *testData, cfg Config) *Report {
+	t.Helper()
+	cfg.Replay = testReplayer
+	rep, err := Run(context.Background(), d.lk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestRunPercentilesAndBuckets(t *testing.T) {
+	d := makeLake(t, genConfig{n: 20_000, sources: []string{"s1"}, lateness: 30 * usSecond, seed: 1})
+	rep := run(t, d, Config{})
+	if len(rep.Groups) != 1 {
+		t.Fatalf("got %d groups, want 1", len(rep.Groups))
+	}
+	g := rep.Groups[0]
+	if g.Group != "all" || g.Rows != int64(len(d.recs)) {
+		t.Errorf("got %s, want all (%d rows)", fmtGroup(&g), len(d.recs))
+	}
+	var lags, dis []int64
+	var want Buckets
+	for _, r := range d.recs {
+		lags = append(lags, r.Arrival-r.EventTime)
+		dis = append(dis, r.Disorder)
+		switch {
+		case r.Disorder < usMinute:
+			want.Lt1m++
+		case r.Disorder < 10*usMinute:
+			want.M1m10m++
+		case r.Disorder < usHour:
+			want.M10m1h++
+		default:
+			want.Ge1h++
+		}
+	}
+	slices.Sort(lags)
+	slices.Sort(dis)
+	for _, m := range []struct {
+		name string
+		got  Percentiles
+		vals []int64
+	}{{"arrival lag", g.ArrivalLag, lags}, {"disorder", g.Disorder, dis}} {
+		for _, p := range []struct {
+			q   float64
+			got float64
+		}{{0, m.got.Min}, {0.5, m.got.P50}, {0.9, m.got.P90}, {0.95, m.got.P95}, {0.99, m.got.P99}, {0.999, m.got.P999}, {1, m.got.Max}} {
+			want := exactQuantile(m.vals, p.q) / 1e6
+			if math.Abs(p.got-want) > Alpha*math.Abs(want)+1e-12 {
+				t.Errorf("%s q%v: got %vs, want %vs within %v", m.name, p.q, p.got, want, Alpha)
+			}
+		}
+	}
+	if g.Buckets != want {
+		t.Errorf("buckets: got %+v, want %+v", g.Buckets, want)
+	}
+	b := g.Buckets
+	if sum := b.Lt1m + b.M1m10m + b.M10m1h + b.Ge1h; sum != g.Rows {
+		t.Errorf("buckets sum to %d, want %d rows", sum, g.Rows)
+	}
+	if b.Ge1h == 0 || b.M1m10m == 0 {
+		t.Errorf("generated data should fill every bucket, got %+v", b)
+	}
+	if got, want := g.RecommendedLateness, float64(RoundUp(int64(exactQuantile(dis, 0.99))))/1e6; got != want {
+		t.Errorf("recommended lateness: got %vs, want %vs (exact disorder p99 rounded up)", got, want)
+	}
+}
+
+// TestWhatIfEqualsStream checks every what-if number, and the drop fraction
+// of the recommendation, against a fresh stream engine run over the batches
+// the stream really processed; and the replay at the budget the lake was
+// written with against the late marks in the lake. Spilling (ChunkRows
+// small) must not change anything.
+func TestWhatIfEqualsStream(t *testing.T) {
+	const written = 30 * usSecond
+	d := makeLake(t, genConfig{n: 6_000, sources: []string{"s1", "s2", "s3"}, lateness: written, seed: 2})
+	for _, chunk := range []int{0, 257} {
+		budgets := []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 10 * time.Minute, time.Hour}
+		rep := run(t, d, Config{By: BySource, Budgets: budgets, ChunkRows: chunk})
+		if len(rep.Groups) != 3 {
+			t.Fatalf("chunk %d: got %d groups, want 3", chunk, len(rep.Groups))
+		}
+		source := func(r *tidemark.Record) string { return r.Source }
+		lakeLate := map[string]int64{}
+		for _, r := range d.recs {
+			if r.Status == tidemark.StatusLate {
+				lakeLate[r.Source]++
+			}
+		}
+		for _, g := range rep.Groups {
+			if len(g.WhatIf) < len(budgets) {
+				t.Errorf("chunk %d group %s: %d what-if rows, want >= %d", chunk, g.Group, len(g.WhatIf), len(budgets))
+			}
+			for _, w := range g.WhatIf {
+				b := int64(math.Round(w.Lateness * 1e6))
+				ev := d.streamDrops(t, b, stream.LateEvent, source)[g.Group]
+				win := d.streamDrops(t, b, stream.LateWindow, source)[g.Group]
+				if w.DroppedEvent != ev || w.DroppedWindow != win {
+					t.Errorf("chunk %d group %s lateness %vs: got dropped event %d window %d, want %d %d", chunk, g.Group, w.Lateness, w.DroppedEvent, w.DroppedWindow, ev, win)
+				}
+				if b == written && w.DroppedWindow != lakeLate[g.Group] {
+					t.Errorf("chunk %d group %s: replay at the lake's own budget drops %d, the lake holds %d late rows", chunk, g.Group, w.DroppedWindow, lakeLate[g.Group])
+				}
+				if g.isRecommended(w) {
+					if got, want := g.RecommendedDropFraction, float64(win)/float64(g.Rows); got != want {
+						t.Errorf("group %s: drop fraction %v, want %v", g.Group, got, want)
+					}
+				}
+			}
+		}
+		if lakeLate["s1"] == 0 {
+			t.Fatalf("generated data has no late rows: the test proves nothing")
+		}
+	}
+}
+
+func TestBySource(t *testing.T) {
+	d := makeLake(t, genConfig{n: 3_000, sources: []string{"b", "a", "c"}, lateness: 10 * usSecond, seed: 3})
+	all := run(t, d, Config{})
+	rep := run(t, d, Config{By: BySource})
+	want := map[string]int64{}
+	for _, r := range d.recs {
+		want[r.Source]++
+	}
+	var names []string
+	var rows int64
+	drops := make([]int64, len(all.Groups[0].WhatIf))
+	for _, g := range rep.Groups {
+		names = append(names, g.Group)
+		rows += g.Rows
+		if g.Rows != want[g.Group] {
+			t.Errorf("group %s: got %d rows, want %d", g.Group, g.Rows, want[g.Group])
+		}
+		for _, w := range g.WhatIf {
+			for i, aw := range all.Groups[0].WhatIf {
+				if aw.Lateness == w.Lateness {
+					drops[i] += w.DroppedEvent
+				}
+			}
+		}
+	}
+	if got := strings.Join(names, ","); got != "a,b,c" {
+		t.Errorf("groups: got %s, want a,b,c", got)
+	}
+	if rows != all.Groups[0].Rows {
+		t.Errorf("rows over groups: got %d, want %d", rows, all.Groups[0].Rows)
+	}
+	for i, aw := range all.Groups[0].WhatIf {
+		if !all.Groups[0].isRecommended(aw) || slices.Contains(defaultBudgets, int64(aw.Lateness*1e6)) {
+			if drops[i] != aw.DroppedEvent {
+				t.Errorf("lateness %vs: groups drop %d, all drops %d", aw.Lateness, drops[i], aw.DroppedEvent)
+			}
+		}
+	}
+}
+
+func TestByKey(t *testing.T) {
+	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 4})
+	rep := run(t, d, Config{By: "page"})
+	want := map[string]int64{}
+	for i := range d.recs {
+		want[keyGroup(&d.recs[i])]++
+	}
+	if len(rep.Groups) != len(want) {
+		t.Errorf("got %d groups, want %d", len(rep.Groups), len(want))
+	}
+	for _, g := range rep.Groups {
+		if g.Rows != want[g.Group] {
+			t.Errorf("group %s: got %d rows, want %d", g.Group, g.Rows, want[g.Group])
+		}
+	}
+	if _, ok := want[nullGroup]; !ok {
+		t.Errorf("generated data has no null page")
+	}
+	_, err := Run(context.Background(), d.lk, Config{By: "nope", Replay: testReplayer})
+	if err == nil || !strings.Contains(err.Error(), "--by nope") {
+		t.Errorf("--by nope: got %v, want an error naming it", err)
+	}
+}
+
+func TestTimeRange(t *testing.T) {
+	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 5})
+	from, to := t0+10*usSecond, t0+20*usSecond
+	rep := run(t, d, Config{From: from, To: to})
+	var want int64
+	for _, r := range d.recs {
+		if r.EventTime >= from && r.EventTime < to {
+			want++
+		}
+	}
+	if got := rep.Groups[0].Rows; got != want {
+		t.Errorf("rows in range: got %d, want %d", got, want)
+	}
+	empty := run(t, d, Config{From: t0 - 2*usHour, To: t0 - usHour})
+	if len(empty.Groups) != 0 {
+		t.Errorf("empty range: got %d groups, want 0", len(empty.Groups))
+	}
+}
+
+func TestRunNeedsReplay(t *testing.T) {
+	d := makeLake(t, genConfig{n: 10, sources: []string{"s"}, seed: 6})
+	if _, err := Run(context.Background(), d.lk, Config{}); err == nil {
+		t.Errorf("Run without Replay: got nil error, want one")
+	}
+}

@@ -1,0 +1,113 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"tidemark/lake/store"
+)
+
+// lockKey is the lock object in the lake's store. Stale locks are taken
+// over through a marker per stale run (lockKey + ".steal." + run id): only
+// the run that creates the marker may delete the stale lock, so two runs
+// that both found it stale cannot both end up holding the lock.
+const lockKey = "_reconcile/lock"
+
+// LockedError is returned when another reconcile run holds the lock. It
+// carries exit code 3 for cron wrappers.
+type LockedError struct {
+	Owner   string
+	RunID   string
+	Expires time.Time
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("reconcile: another run holds the lock (owner %s, run %s, until %s)", e.Owner, e.RunID, e.Expires.UTC().Format(time.RFC3339))
+}
+
+// ExitCode is the process status for a held lock.
+func (e *LockedError) ExitCode() int { return 3 }
+
+// ErrLocked matches every *LockedError with errors.Is.
+var ErrLocked = errors.New("reconcile: lock held")
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+type lockBody struct {
+	Owner    string    `json:"owner"`
+	RunID    string    `json:"run_id"`
+	Acquired time.Time `json:"acquired"`
+	Expires  time.Time `json:"expires"`
+}
+
+// lock is a held lock.
+type lock struct {
+	st   store.Store
+	body lockBody
+}
+
+// acquireLock takes the lock or returns a *LockedError.
+func acquireLock(ctx context.Context, st store.Store, owner, runID string, now time.Time, ttl time.Duration) (*lock, error) {
+	body := lockBody{Owner: owner, RunID: runID, Acquired: now.UTC(), Expires: now.Add(ttl).UTC()}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		err := st.PutIfAbsent(ctx, lockKey, data)
+		if err == nil {
+			return &lock{st: st, body: body}, nil
+		}
+		if !errors.Is(err, store.ErrExists) {
+			return nil, fmt.Errorf("take lock %s: %w", lockKey, err)
+		}
+		raw, err := store.ReadAll(ctx, st, lockKey)
+		if errors.Is(err, store.ErrNotExist) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read lock %s: %w", lockKey, err)
+		}
+		var held lockBody
+		if err := json.Unmarshal(raw, &held); err != nil {
+			// A damaged lock is treated as stale under its content's name.
+			held = lockBody{Owner: "unknown", RunID: fmt.Sprintf("damaged-%x", raw[:min(len(raw), 8)])}
+		}
+		if now.Before(held.Expires) {
+			return nil, &LockedError{Owner: held.Owner, RunID: held.RunID, Expires: held.Expires}
+		}
+		if err := st.PutIfAbsent(ctx, lockKey+".steal."+held.RunID, data); err != nil {
+			if errors.Is(err, store.ErrExists) {
+				return nil, &LockedError{Owner: held.Owner, RunID: held.RunID, Expires: held.Expires}
+			}
+			return nil, fmt.Errorf("take over stale lock: %w", err)
+		}
+		if err := st.Delete(ctx, lockKey); err != nil {
+			return nil, fmt.Errorf("delete stale lock: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("take lock %s: lost the race twice", lockKey)
+}
+
+// release deletes the lock if it is still ours.
+func (l *lock) release(ctx context.Context) error {
+	raw, err := store.ReadAll(ctx, l.st, lockKey)
+	if errors.Is(err, store.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("release lock: %w", err)
+	}
+	var held lockBody
+	if json.Unmarshal(raw, &held) == nil && held.RunID != l.body.RunID {
+		return fmt.Errorf("release lock: held by run %s now, not %s (this run outlived its lock)", held.RunID, l.body.RunID)
+	}
+	if err := l.st.Delete(ctx, lockKey); err != nil {
+		return fmt.Errorf("release lock: %w", err)
+	}
+	return nil
+}
