@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
@@ -342,6 +343,9 @@ func (d *NDJSONDecoder) match(name []byte, escaped bool) int {
 func (d *NDJSONDecoder) str(b []byte, i int) (int, bool, bool) {
 	esc := false
 	for {
+		for i+8 <= len(b) && !hasSpecial8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && !strSpecial[b[i]] {
 			i++
 		}
@@ -378,6 +382,21 @@ func (d *NDJSONDecoder) str(b []byte, i int) (int, bool, bool) {
 			i += n
 		}
 	}
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasSpecial8 reports whether any of 8 bytes may be special inside a string
+// ('"', '\\', a control character or a non-ASCII byte). It may report false
+// positives (the byte loop then decides), never false negatives.
+func hasSpecial8(v uint64) bool {
+	zeroQuote := (v ^ (ones * '"')) - ones
+	zeroSlash := (v ^ (ones * '\\')) - ones
+	below := v - ones*0x20
+	return (zeroQuote|zeroSlash|below|v)&highs != 0
 }
 
 func isHex(c byte) bool {

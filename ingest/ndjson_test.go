@@ -298,3 +298,22 @@ func BenchmarkEncodingJSONBaseline(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }
+
+func TestHasSpecial8(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			b := []byte("aaaaaaaa")
+			b[pos] = byte(c)
+			v := uint64(0)
+			for i := 7; i >= 0; i-- {
+				v = v<<8 | uint64(b[i])
+			}
+			if strSpecial[c] && !hasSpecial8(v) {
+				t.Errorf("byte %#x at %d: got hasSpecial8 false, want true", c, pos)
+			}
+		}
+	}
+	if hasSpecial8(0x6161616161616161) {
+		t.Errorf("got hasSpecial8 true for plain ASCII, want false")
+	}
+}
