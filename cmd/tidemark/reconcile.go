@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"tidemark/lake/store"
+	"tidemark/reconcile"
+)
+
+func reconcileCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "reconcile",
+		Usage: "recompute the windows late data touched and correct them in window_results",
+		Description: "Finds the windows holding late rows committed since the previous run (plus, with\n" +
+			"--since or --from/--to, every closed window in that range), recomputes them exactly from\n" +
+			"raw_events and upserts the ones that differ (origin=batch, revision+1), logging each in\n" +
+			"reconcile_log. Exit status: 0 done, 1 failed, 3 another run holds the lock.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "lake", Value: "./tidemark-lake", Usage: "lake location: a directory or s3://bucket/prefix", EnvVars: env("lake")},
+			&cli.StringFlag{Name: "s3-endpoint", Usage: "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS)", EnvVars: append(env("s3-endpoint"), "AWS_ENDPOINT_URL")},
+			&cli.DurationFlag{Name: "since", Usage: "also check every closed window that started in the last D, e.g. 72h", EnvVars: env("since")},
+			&cli.StringFlag{Name: "from", Usage: "also check every closed window starting at or after this time (RFC 3339 or YYYY-MM-DD, UTC); with --to"},
+			&cli.StringFlag{Name: "to", Usage: "... and before this time"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "report the corrections without writing anything"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "report format: text or json"},
+			&cli.DurationFlag{Name: "lock-ttl", Value: time.Hour, Usage: "a lock older than this is stale and taken over", EnvVars: env("lock-ttl")},
+		}, loggingFlags()...),
+		Action: runReconcile,
+	}
+}
+
+func reconcileConfig(c *cli.Context) (reconcile.Config, error) {
+	cfg := reconcile.Config{
+		Lake:    c.String("lake"),
+		S3:      store.S3Config{Endpoint: c.String("s3-endpoint")},
+		Since:   c.Duration("since"),
+		DryRun:  c.Bool("dry-run"),
+		LockTTL: c.Duration("lock-ttl"),
+	}
+	var err error
+	if cfg.From, err = parseFlagTime(c, "from"); err != nil {
+		return cfg, err
+	}
+	if cfg.To, err = parseFlagTime(c, "to"); err != nil {
+		return cfg, err
+	}
+	if f := c.String("format"); f != "text" && f != "json" {
+		return cfg, fmt.Errorf("--format %q: want text or json", f)
+	}
+	return cfg, nil
+}
+
+func parseFlagTime(c *cli.Context, name string) (time.Time, error) {
+	s := c.String(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly, "2006-01-02T15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--%s %q: want RFC 3339 (2026-01-02T15:04:05Z) or YYYY-MM-DD", name, s)
+}
+
+// runReconcile is the action of `tidemark reconcile`.
+func runReconcile(c *cli.Context) error {
+	cfg, err := reconcileConfig(c)
+	if err != nil {
+		return err
+	}
+	if cfg.Logger, err = newLogger(c, c.App.ErrWriter); err != nil {
+		return err
+	}
+	if f, ok := c.App.ErrWriter.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("reconcile: window dates"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		cfg.Progress = func(done, total int) {
+			bar.ChangeMax(total)
+			_ = bar.Set(done)
+		}
+		defer bar.Finish()
+	}
+	rep, err := reconcile.Run(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	if c.String("format") == "json" {
+		return rep.WriteJSON(c.App.Writer)
+	}
+	return rep.WriteText(c.App.Writer)
+}
