@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -37,19 +40,31 @@ func (d *Dir) drainEvents() bool {
 	}
 }
 
-// handleEvent notes one fsnotify event. A write to a known file just
-// refreshes its size; anything that changes the tree schedules a rescan.
+// handleEvent notes one fsnotify event and reports whether it may mean new
+// data. A write to a known file just refreshes its size; anything that may
+// change the tree schedules a rescan. Hidden names and writes to files the
+// glob excludes are ignored.
 func (d *Dir) handleEvent(ev fsnotify.Event) bool {
-	if ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) {
-		for rel, st := range d.files {
-			if d.abs(rel) == ev.Name {
-				d.refresh(st)
-				return true
-			}
-		}
-	}
-	if ev.Has(fsnotify.Chmod) && ev.Op == fsnotify.Chmod {
+	if ev.Op == fsnotify.Chmod {
 		return false
+	}
+	rel, err := filepath.Rel(d.root, ev.Name)
+	if err != nil {
+		d.needRescan = true
+		return true
+	}
+	rel = filepath.ToSlash(rel)
+	if strings.HasPrefix(path.Base(rel), ".") {
+		return false
+	}
+	if ev.Op == fsnotify.Write || ev.Op == fsnotify.Write|fsnotify.Chmod {
+		if st, ok := d.files[rel]; ok {
+			d.refresh(st)
+			return true
+		}
+		if !d.match(rel) {
+			return false
+		}
 	}
 	d.needRescan = true
 	return true

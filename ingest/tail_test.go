@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -198,5 +199,32 @@ func TestTailCompressedStillWritten(t *testing.T) {
 	}
 	if p := d.Position(); len(p.Files) != 1 || !p.Files[0].Done {
 		t.Errorf("got position %+v, want the gzip done", p)
+	}
+}
+
+func TestTailHandleEvent(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.ndjson"), "x\n")
+	d := openTest(t, filepath.Join(dir, "*.ndjson"), SourceConfig{PollOnly: true}, Position{}).(*Dir)
+	tests := []struct {
+		name    string
+		op      fsnotify.Op
+		woken   bool
+		rescans bool
+	}{
+		{"a.ndjson", fsnotify.Write, true, false},
+		{"b.log", fsnotify.Write, false, false},
+		{"b.ndjson", fsnotify.Write, true, true},
+		{".a.ndjson.swp", fsnotify.Create, false, false},
+		{"a.ndjson", fsnotify.Chmod, false, false},
+		{"sub", fsnotify.Create, true, true},
+		{"a.ndjson", fsnotify.Rename, true, true},
+	}
+	for _, tt := range tests {
+		d.needRescan = false
+		woken := d.handleEvent(fsnotify.Event{Name: filepath.Join(dir, tt.name), Op: tt.op})
+		if woken != tt.woken || d.needRescan != tt.rescans {
+			t.Errorf("%s %s: got woken %v rescan %v, want %v %v", tt.op, tt.name, woken, d.needRescan, tt.woken, tt.rescans)
+		}
 	}
 }
