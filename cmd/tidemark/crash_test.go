@@ -18,7 +18,8 @@ import (
 	"tidemark/lake/store"
 )
 
-// crashInput appends lines to two files while the stream runs: valid events
+// crashInput appends lines to two sources (a/ and b/, one file each) while
+// the stream runs: valid events
 // with a small disorder, a malformed line every 37th, lines written in
 // pieces (a partial last line must wait for its newline). It records the
 // byte offset of every line it completes.
@@ -30,10 +31,16 @@ type crashInput struct {
 
 func (in *crashInput) write(ctx context.Context, total int, rng *rand.Rand) error {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	files := []string{"a.ndjson", "b.ndjson"}
+	// One file per source: within a source, files are read in lexical order,
+	// so two files of one source written in parallel would make results
+	// depend on batch boundaries (the later file's rows turn late).
+	files := []string{"a/events.ndjson", "b/events.ndjson"}
 	var offsets [2]int64
 	handles := make([]*os.File, 2)
 	for i, name := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(in.dir, name)), 0o755); err != nil {
+			return err
+		}
 		f, err := os.OpenFile(filepath.Join(in.dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return err
@@ -67,7 +74,7 @@ func (in *crashInput) write(ctx context.Context, total int, rng *rand.Rand) erro
 			}
 		}
 		in.mu.Lock()
-		in.lines[fmt.Sprintf("%s@%d", files[fi], offsets[fi])] = bad
+		in.lines[fmt.Sprintf("%s@%d", files[fi], offsets[fi])] = bad // source dir + file
 		in.mu.Unlock()
 		offsets[fi] += int64(len(data))
 		if n%20 == 19 {
@@ -93,7 +100,7 @@ func TestCrashKill9(t *testing.T) {
 	in := &crashInput{dir: t.TempDir(), lines: map[string]bool{}}
 	lakeDir := t.TempDir()
 	rng := rand.New(rand.NewPCG(42, 9))
-	args := []string{"stream", "--source", in.dir, "--key", "page", "--value", "value",
+	args := []string{"stream", "--source", filepath.Join(in.dir, "a"), "--source", filepath.Join(in.dir, "b"), "--key", "page", "--value", "value",
 		"--window", "1m", "--lateness", "30s", "--max-batch-rows", "150", "--rescan-interval", "50ms",
 		"--lake", lakeDir, "--progress", filepath.Join(t.TempDir(), "progress.ndjson")}
 
@@ -102,7 +109,7 @@ func TestCrashKill9(t *testing.T) {
 	writeErr := make(chan error, 1)
 	go func() { writeErr <- in.write(ctx, 6000, rand.New(rand.NewPCG(1, 2))) }()
 
-	survived := 0
+	survived, replays := 0, 0
 	for i := 0; i < kills; i++ {
 		cmd := exec.Command(binary, args...)
 		var stderr strings.Builder
@@ -115,6 +122,7 @@ func TestCrashKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := cmd.Wait()
+		replays += strings.Count(stderr.String(), "replaying a batch interrupted by a crash")
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			survived++
 		} else {
@@ -128,14 +136,14 @@ func TestCrashKill9(t *testing.T) {
 	if _, stderr, code := run(t, append(args, "--once", "--drain")...); code != 0 {
 		t.Fatalf("final run: exit %d\n%s", code, stderr)
 	}
-	t.Logf("survived %d kill -9s", survived)
+	t.Logf("survived %d kill -9s; %d restarts replayed a batch the kill interrupted", survived, replays)
 
 	// Every line exactly once, by file and offset.
 	got := map[string]int{}
 	lk := openTestLake(t, lakeDir)
-	err := lk.ScanRaw(context.Background(), lake.RawQuery{Columns: []string{lake.ColFile, lake.ColOffset}}, func(b lake.RawBatch) error {
+	err := lk.ScanRaw(context.Background(), lake.RawQuery{Columns: []string{lake.ColSource, lake.ColFile, lake.ColOffset}}, func(b lake.RawBatch) error {
 		for i := 0; i < b.N; i++ {
-			got[fmt.Sprintf("%s@%d", b.File[i], b.Offset[i])]++
+			got[fmt.Sprintf("%s/%s@%d", filepath.Base(b.Source[i]), b.File[i], b.Offset[i])]++
 		}
 		return nil
 	})
@@ -143,7 +151,7 @@ func TestCrashKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = lk.ScanQuarantine(context.Background(), func(q lake.QuarantineRow) error {
-		got[fmt.Sprintf("%s@%d", q.File, q.Offset)]++
+		got[fmt.Sprintf("%s/%s@%d", filepath.Base(q.Source), q.File, q.Offset)]++
 		return nil
 	})
 	if err != nil {
@@ -185,7 +193,7 @@ func TestCrashKill9(t *testing.T) {
 	gotW := windowSummary(t, lk)
 	wantW := windowSummary(t, openTestLake(t, refLake))
 	if gotW != wantW {
-		t.Errorf("window_results after %d kills differ from an uninterrupted run:\n got: %s\nwant: %s", survived, gotW, wantW)
+		t.Errorf("window_results after %d kills differ from an uninterrupted run:\n%s", survived, diffLines(gotW, wantW))
 	}
 }
 
@@ -221,5 +229,33 @@ func windowSummary(t *testing.T, lk *lake.Lake) string {
 		out[i] = fmt.Sprintf("%s %s n=%d s=%g", r.Window, r.Key, r.Agg.Count, r.Agg.Sum)
 	}
 	sort.Strings(out)
-	return fmt.Sprintf("%d windows: %s", len(rows), strings.Join(out, "; "))
+	return strings.Join(out, "\n")
+}
+
+// diffLines lists the lines only in got or only in want (at most 10 each).
+func diffLines(got, want string) string {
+	g, w := map[string]bool{}, map[string]bool{}
+	for _, l := range lines(got) {
+		g[l] = true
+	}
+	for _, l := range lines(want) {
+		w[l] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "got %d rows, want %d\n", len(g), len(w))
+	n := 0
+	for _, l := range lines(got) {
+		if !w[l] && n < 10 {
+			fmt.Fprintf(&b, "only in got:  %s\n", l)
+			n++
+		}
+	}
+	n = 0
+	for _, l := range lines(want) {
+		if !g[l] && n < 10 {
+			fmt.Fprintf(&b, "only in want: %s\n", l)
+			n++
+		}
+	}
+	return b.String()
 }
