@@ -1,0 +1,354 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"tidemark"
+)
+
+// s3Source reads the objects under an S3 prefix (s3://bucket/prefix), found
+// by listing the prefix every SourceConfig.Rescan. Objects are read in key
+// order, each front to back and once. An object is identified by key+ETag:
+// a key overwritten with new content (a new ETag) is a new object and is
+// read again from offset 0 — the old version can no longer be fetched, and
+// the new content is what the producer meant, so it is all delivered; the
+// records of the old version already returned stay returned.
+//
+// An object is read only once it has settled: LastModified at least the
+// settle time ago (DefaultS3Settle), so a key overwritten in quick
+// succession is read once, in its last version. Every GET is pinned to the
+// listed ETag (If-Match); a 412 means the object changed under the reader:
+// it is dropped and found again, as a new object, by the next listing.
+// Reads stream the object (one ranged GET from the resume offset) and keep
+// only a record's worth of it in memory. .gz and .zst objects are
+// decompressed; resuming inside one re-reads it from the start and skips
+// to the decompressed offset. A final line without "\n" is a record.
+//
+// The Position lists the objects in the last listing, in key order, with
+// Done ones kept (so they are never read again) and vanished ones dropped
+// (so it does not grow with the bucket's history).
+type s3Source struct {
+	name   string
+	bucket string
+	prefix string // "" or ending in "/"
+	cfg    SourceConfig
+	settle time.Duration
+	client *minio.Client
+	core   minio.Core
+
+	// bodyCtx outlives single Reads: an object's GET body stays open
+	// across Reads and is cancelled by Close.
+	bodyCtx context.Context
+	cancel  context.CancelFunc
+
+	objects map[string]*s3Object // by key relative to the prefix
+	order   []string             // relative keys, sorted
+	cur     int                  // index in order of the object being read
+	json    *NDJSONDecoder
+
+	lastPoll time.Time
+	settleAt time.Time // when the first unsettled object of the last listing settles; zero = none
+	needPoll bool
+	closed   bool
+}
+
+var (
+	_ Source = (*s3Source)(nil)
+	_ Waiter = (*s3Source)(nil)
+)
+
+// openS3 opens an s3://bucket/prefix source, listing it once: a bad bucket
+// or bad credentials fail here. resume is a Position the source returned.
+func openS3(ctx context.Context, spec string, cfg SourceConfig, resume Position) (Source, error) {
+	return openS3With(ctx, spec, cfg, s3Options{}, resume)
+}
+
+func openS3With(ctx context.Context, spec string, cfg SourceConfig, opt s3Options, resume Position) (*s3Source, error) {
+	cfg = cfg.withDefaults()
+	bucket, prefix, err := parseS3Spec(spec)
+	if err != nil {
+		return nil, err
+	}
+	client, err := opt.client()
+	if err != nil {
+		return nil, fmt.Errorf("open source %s: %w", spec, err)
+	}
+	s := &s3Source{
+		name: spec, bucket: bucket, prefix: prefix, cfg: cfg, settle: opt.settle(),
+		client: client, core: minio.Core{Client: client}, objects: map[string]*s3Object{},
+	}
+	if cfg.Format != FormatCSV {
+		if s.json, err = NewNDJSONDecoder(cfg.DecoderConfig); err != nil {
+			return nil, err
+		}
+	}
+	s.bodyCtx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	byKey := map[string]FilePosition{}
+	for _, p := range resume.Files {
+		if p.ETag != "" {
+			byKey[p.Path] = p
+		}
+	}
+	if err := s.poll(ctx, byKey); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open source %s: %w", spec, err)
+	}
+	return s, nil
+}
+
+// poll lists the prefix and brings the tracked objects up to date: new
+// settled objects are added (or resumed from the matching entry of resume,
+// whatever their age), vanished ones dropped, overwritten ones replaced by
+// their new version once it has settled.
+func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) error {
+	now := s.cfg.Clock()
+	listed := map[string]minio.ObjectInfo{}
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", s.bucket, s.prefix, obj.Err)
+		}
+		rel := strings.TrimPrefix(obj.Key, s.prefix)
+		if hiddenKey(rel) {
+			continue
+		}
+		listed[rel] = obj
+	}
+	s.lastPoll, s.settleAt, s.needPoll = now, time.Time{}, false
+	changed := false
+	for rel, o := range s.objects {
+		info, ok := listed[rel]
+		switch {
+		case !ok:
+			o.close()
+			delete(s.objects, rel)
+			changed = true
+		case info.ETag != o.pos.ETag:
+			o.close()
+			delete(s.objects, rel)
+			changed = true
+			s.cfg.Logger.Info("object overwritten; its new version is a new object, read from the start",
+				"source", s.name, "file", rel, "old_etag", o.pos.ETag, "etag", info.ETag)
+		case o.gone:
+			// A GET said it changed or vanished but the listing still shows
+			// this version (listings can lag): keep its place and try again.
+			o.gone = false
+		}
+	}
+	for rel, info := range listed {
+		if _, ok := s.objects[rel]; ok {
+			continue
+		}
+		o := &s3Object{key: info.Key, size: info.Size, compressed: isCompressed(rel)}
+		o.pos = FilePosition{Path: rel, ETag: info.ETag}
+		if p, ok := resume[rel]; ok && p.ETag == info.ETag {
+			o.pos = p
+		} else if ready := info.LastModified.Add(s.settle); !s.cfg.Once && now.Before(ready) {
+			if s.settleAt.IsZero() || ready.Before(s.settleAt) {
+				s.settleAt = ready
+			}
+			continue
+		} else if ok {
+			s.cfg.Logger.Info("object changed since the checkpoint; reading its new version from the start",
+				"source", s.name, "file", rel, "old_etag", p.ETag, "etag", info.ETag)
+		}
+		s.objects[rel] = o
+		changed = true
+	}
+	if changed {
+		s.order = s.order[:0]
+		for rel := range s.objects {
+			s.order = append(s.order, rel)
+		}
+		slices.Sort(s.order)
+	}
+	s.cur = 0 // a new pass in key order: a new object may sort before the current one
+	return nil
+}
+
+// hiddenKey reports keys the source skips: "directory" markers and, as in
+// a local directory, names starting with ".".
+func hiddenKey(rel string) bool {
+	if rel == "" || strings.HasSuffix(rel, "/") {
+		return true
+	}
+	for part := range strings.SplitSeq(rel, "/") {
+		if strings.HasPrefix(part, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// pollDue reports whether the next Read or Wait should list the prefix.
+func (s *s3Source) pollDue(now time.Time) bool {
+	return !s.cfg.Once && (s.needPoll || now.Sub(s.lastPoll) >= s.cfg.Rescan ||
+		!s.settleAt.IsZero() && !now.Before(s.settleAt))
+}
+
+// pollLogged polls, logging a failure instead of returning it: a stream
+// that runs for months outlives an S3 outage, and minio-go has already
+// retried. The next poll is due a Rescan later.
+func (s *s3Source) pollLogged(ctx context.Context) error {
+	if err := s.poll(ctx, nil); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.lastPoll, s.needPoll = s.cfg.Clock(), false
+		s.cfg.Logger.Warn("listing failed; will retry", "source", s.name, "error", err)
+	}
+	return nil
+}
+
+// Name implements Source.
+func (s *s3Source) Name() string { return s.name }
+
+// Position implements Source: the objects of the last listing, in key
+// order (an object whose GET found it changed stays until a listing shows
+// its new version, so a listing that lags cannot make it read twice).
+func (s *s3Source) Position() Position {
+	var p Position
+	for _, rel := range s.order {
+		fp := s.objects[rel].pos
+		fp.Header = slices.Clone(fp.Header)
+		p.Files = append(p.Files, fp)
+	}
+	return p
+}
+
+// Exhausted implements Source: with Once, every object listed at Open has
+// been read (or has vanished). A tailing source is never exhausted.
+func (s *s3Source) Exhausted() bool {
+	if !s.cfg.Once {
+		return false
+	}
+	for _, o := range s.objects {
+		if !o.pos.Done && !o.gone {
+			return false
+		}
+	}
+	return true
+}
+
+// Close implements Source.
+func (s *s3Source) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, o := range s.objects {
+		errs = append(errs, o.close())
+	}
+	s.cancel()
+	return errors.Join(errs...)
+}
+
+// Read implements Source.
+func (s *s3Source) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) ([]tidemark.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	if s.closed {
+		return dst, errors.New("ingest: read from a closed source")
+	}
+	now := s.cfg.Clock()
+	if s.pollDue(now) {
+		if err := s.pollLogged(ctx); err != nil {
+			return dst, err
+		}
+	}
+	arrival := now.UnixMicro()
+	a := arena{chunk: min(1<<20, max(4096, maxRecords*512))}
+	n := 0
+	for s.cur < len(s.order) && n < maxRecords {
+		o := s.objects[s.order[s.cur]]
+		if o.pos.Done || o.gone {
+			s.cur++
+			continue
+		}
+		if now.Before(o.retryAt) {
+			break // keeps key order: later objects wait for this one
+		}
+		var got int
+		var err error
+		dst, got, err = s.readObject(o, dst, maxRecords-n, arrival, &a)
+		n += got
+		if err != nil {
+			return dst, err
+		}
+		if !o.pos.Done && !o.gone && n < maxRecords {
+			break // failed for now; retryAt says when to try again
+		}
+	}
+	return dst, nil
+}
+
+// Wait implements Waiter: it returns at once when an object can be read,
+// otherwise it lists the prefix when a poll is due (every Rescan, or when
+// an object seen unsettled settles) and returns when a poll finds
+// something to read, at timeout, or when ctx is done.
+func (s *s3Source) Wait(ctx context.Context, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := s.cfg.Clock()
+		if s.pollDue(now) {
+			if err := s.pollLogged(ctx); err != nil {
+				return err
+			}
+			now = s.cfg.Clock()
+		}
+		wake, ready := s.next(now)
+		if ready || s.cfg.Once && wake.IsZero() {
+			return nil
+		}
+		t := time.NewTimer(wake.Sub(now))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-deadline.C:
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// next reports whether an object can be read now and, if not, when
+// something may change: a failed object's retry, a settling object, or
+// the next poll.
+func (s *s3Source) next(now time.Time) (wake time.Time, ready bool) {
+	for _, rel := range s.order {
+		o := s.objects[rel]
+		if o.pos.Done || o.gone {
+			continue
+		}
+		if !now.Before(o.retryAt) {
+			return time.Time{}, true
+		}
+		wake = o.retryAt
+		break
+	}
+	if s.cfg.Once {
+		return wake, false
+	}
+	poll := s.lastPoll.Add(s.cfg.Rescan)
+	if !s.settleAt.IsZero() && s.settleAt.Before(poll) {
+		poll = s.settleAt
+	}
+	if wake.IsZero() || poll.Before(wake) {
+		wake = poll
+	}
+	return wake, false
+}
