@@ -1,6 +1,7 @@
 package tidemark
 
 import (
+	"cmp"
 	"encoding/binary"
 	"strings"
 )
@@ -75,4 +76,27 @@ func (k Key) String() string {
 		}
 	}
 	return strings.Join(out, "|")
+}
+
+// Compare orders keys part by part, null first, then by value: the order
+// results are printed and stored in.
+func (k Key) Compare(other Key) int {
+	if k == other {
+		return 0
+	}
+	pa, pb := k.Parts(), other.Parts()
+	for i := range min(len(pa), len(pb)) {
+		switch {
+		case pa[i].Null && pb[i].Null:
+		case pa[i].Null:
+			return -1
+		case pb[i].Null:
+			return 1
+		default:
+			if c := strings.Compare(pa[i].Value, pb[i].Value); c != 0 {
+				return c
+			}
+		}
+	}
+	return cmp.Compare(len(pa), len(pb))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"tidemark"
@@ -41,28 +40,6 @@ type windowID struct {
 
 func (r *WindowRow) id() windowID { return windowID{r.Window.Start, r.Window.End, r.Key} }
 
-// compareKeys orders keys part by part, null first, then by value.
-func compareKeys(a, b tidemark.Key) int {
-	if a == b {
-		return 0
-	}
-	pa, pb := a.Parts(), b.Parts()
-	for i := range min(len(pa), len(pb)) {
-		switch {
-		case pa[i].Null && pb[i].Null:
-		case pa[i].Null:
-			return -1
-		case pb[i].Null:
-			return 1
-		default:
-			if c := strings.Compare(pa[i].Value, pb[i].Value); c != 0 {
-				return c
-			}
-		}
-	}
-	return cmp.Compare(len(pa), len(pb))
-}
-
 func sortWindowRows(rows []WindowRow) {
 	slices.SortFunc(rows, func(a, b WindowRow) int {
 		if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
@@ -71,7 +48,7 @@ func sortWindowRows(rows []WindowRow) {
 		if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
 			return c
 		}
-		return compareKeys(a.Key, b.Key)
+		return a.Key.Compare(b.Key)
 	})
 }
 

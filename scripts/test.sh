@@ -21,6 +21,8 @@ echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 
 if [ "${TIDEMARK_SKIP_DUCKDB:-0}" != 1 ]; then
+  echo "== DuckDB yardstick module tests (its own module: ./... skips it)"
+  (cd scripts/duck && go test -count=1 .)
   echo "== interop: DuckDB reads the lake tidemark writes"
   scripts/interop.sh
 fi

@@ -227,7 +227,7 @@ func compareResults(a, b tidemark.Result) int {
 	if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.Key, b.Key)
+	return a.Key.Compare(b.Key)
 }
 
 // source returns the state of the named source, creating it.
