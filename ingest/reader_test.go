@@ -1,0 +1,102 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// readerRecords drains a finished stream and renders its records.
+func readerRecords(t testing.TB, src io.Reader, format string, max int) string {
+	r := newLineReader(src, 0, true, format, max)
+	var b strings.Builder
+	for i := 0; ; i++ {
+		p, off, n, ok, err := r.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			if !r.done {
+				continue // a reader that returned (0, nil)
+			}
+			return b.String()
+		}
+		fmt.Fprintf(&b, "%d+%d:%q\n", off, n, p)
+		if i > 1<<20 {
+			t.Fatal("no end")
+		}
+	}
+}
+
+// wantLines renders what an NDJSON stream must split into.
+func wantLines(data []byte, max int) string {
+	var b strings.Builder
+	off := 0
+	for len(data) > 0 {
+		line := data
+		next := len(data)
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, next = data[:i], i+1
+		}
+		p := line
+		if len(p) > max {
+			p = p[:max]
+		}
+		fmt.Fprintf(&b, "%d+%d:%q\n", off, len(line), p)
+		off += next
+		data = data[next:]
+	}
+	return b.String()
+}
+
+func TestLineReader(t *testing.T) {
+	tests := []struct {
+		data string
+		max  int
+	}{
+		{"", 10},
+		{"a\nbb\n\nccc", 10},
+		{"abc\nabcd\nabcde\n", 4},
+		{strings.Repeat("x", 200_000) + "\nshort\n" + strings.Repeat("y", 70_000), 1000},
+		{strings.Repeat("z", 1<<17) + "\n", 1 << 17},
+	}
+	for _, tt := range tests {
+		want := wantLines([]byte(tt.data), tt.max)
+		for name, src := range map[string]io.Reader{
+			"whole":   strings.NewReader(tt.data),
+			"onebyte": iotest.OneByteReader(strings.NewReader(tt.data)),
+			"half":    iotest.HalfReader(strings.NewReader(tt.data)),
+		} {
+			if got := readerRecords(t, src, FormatNDJSON, tt.max); got != want {
+				t.Errorf("%s, %d bytes, max %d: got\n%.300s\nwant\n%.300s", name, len(tt.data), tt.max, got, want)
+			}
+		}
+	}
+}
+
+func TestLineReaderCSVLong(t *testing.T) {
+	data := "h\n\"" + strings.Repeat("a\n", 50) + "\"\nshort\n"
+	got := readerRecords(t, iotest.OneByteReader(strings.NewReader(data)), FormatCSV, 20)
+	want := fmt.Sprintf("0+1:\"h\"\n2+102:%q\n105+5:\"short\"\n", "\""+strings.Repeat("a\n", 9)+"a")
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nbb\n\nccc"), uint8(2), false)
+	f.Add([]byte("\n\n\nxxxxxxxx\n"), uint8(3), true)
+	f.Fuzz(func(t *testing.T, data []byte, max uint8, oneByte bool) {
+		m := int(max%64) + 1
+		var src io.Reader = bytes.NewReader(data)
+		if oneByte {
+			src = iotest.OneByteReader(src)
+		}
+		if got, want := readerRecords(t, src, FormatNDJSON, m), wantLines(data, m); got != want {
+			t.Fatalf("max %d: got\n%s\nwant\n%s", m, got, want)
+		}
+	})
+}
