@@ -28,9 +28,7 @@ type grouper struct {
 func newGrouper(keys []string, by string, maxGroups int) (*grouper, error) {
 	g := &grouper{by: by, keyPart: -1, max: maxGroups, ids: map[string]int{}, byKey: map[tidemark.Key]int{}}
 	switch by {
-	case ByNone:
-		g.id(allGroup)
-	case BySource:
+	case ByNone, BySource:
 	default:
 		for i, k := range keys {
 			if k == by {
@@ -61,7 +59,10 @@ func (g *grouper) id(name string) (int, error) {
 func (g *grouper) group(b lake.RawBatch, i int) (int, error) {
 	switch {
 	case g.by == ByNone:
-		return 0, nil
+		if len(g.accs) == 1 {
+			return 0, nil
+		}
+		return g.id(allGroup)
 	case g.keyPart < 0:
 		return g.id(b.Source[i])
 	}

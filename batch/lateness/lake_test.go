@@ -35,6 +35,7 @@ type genConfig struct {
 	sources  []string
 	lateness int64 // µs, of the stream that wrote the lake (window rule)
 	seed     uint64
+	maxBatch int // rows per micro-batch are 1..maxBatch
 }
 
 // makeLake generates n events over several sources whose arrival delay is
@@ -60,7 +61,7 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		r := &recs[i]
 		r.Source = g.sources[i%len(g.sources)]
 		r.File = "events-" + r.Source + ".ndjson"
-		r.EventTime = t0 + int64(i)*20_000 + rng.Int64N(1000) // ~50 events/s
+		r.EventTime = t0 + int64(i)*500_000 + rng.Int64N(1000) // 2 events/s
 		var delay float64
 		switch u := rng.Float64(); {
 		case u < 0.90:
@@ -91,7 +92,7 @@ func makeLake(t testing.TB, g genConfig) *testData {
 	}
 	d := &testData{lk: lk}
 	for start, id := 0, int64(1); start < len(recs); id++ {
-		end := min(len(recs), start+1+rng.IntN(60))
+		end := min(len(recs), start+1+rng.IntN(g.maxBatch))
 		b := recs[start:end]
 		e.Process(b, time.UnixMicro(b[len(b)-1].Arrival))
 		if err := lk.AppendBatch(ctx, lake.Batch{AppID: "test", BatchID: id, Records: b}); err != nil {

@@ -23,7 +23,7 @@ func run(t testing.TB, d *testData, cfg Config) *Report {
 }
 
 func TestRunPercentilesAndBuckets(t *testing.T) {
-	d := makeLake(t, genConfig{n: 20_000, sources: []string{"s1"}, lateness: 30 * usSecond, seed: 1})
+	d := makeLake(t, genConfig{n: 20_000, sources: []string{"s1"}, lateness: 30 * usSecond, seed: 1, maxBatch: 400})
 	rep := run(t, d, Config{})
 	if len(rep.Groups) != 1 {
 		t.Fatalf("got %d groups, want 1", len(rep.Groups))
@@ -87,7 +87,7 @@ func TestRunPercentilesAndBuckets(t *testing.T) {
 // small) must not change anything.
 func TestWhatIfEqualsStream(t *testing.T) {
 	const written = 30 * usSecond
-	d := makeLake(t, genConfig{n: 6_000, sources: []string{"s1", "s2", "s3"}, lateness: written, seed: 2})
+	d := makeLake(t, genConfig{n: 6_000, sources: []string{"s1", "s2", "s3"}, lateness: written, seed: 2, maxBatch: 60})
 	for _, chunk := range []int{0, 257} {
 		budgets := []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 10 * time.Minute, time.Hour}
 		rep := run(t, d, Config{By: BySource, Budgets: budgets, ChunkRows: chunk})
@@ -129,7 +129,7 @@ func TestWhatIfEqualsStream(t *testing.T) {
 }
 
 func TestBySource(t *testing.T) {
-	d := makeLake(t, genConfig{n: 3_000, sources: []string{"b", "a", "c"}, lateness: 10 * usSecond, seed: 3})
+	d := makeLake(t, genConfig{n: 3_000, sources: []string{"b", "a", "c"}, lateness: 10 * usSecond, seed: 3, maxBatch: 100})
 	all := run(t, d, Config{})
 	rep := run(t, d, Config{By: BySource})
 	want := map[string]int64{}
@@ -169,7 +169,7 @@ func TestBySource(t *testing.T) {
 }
 
 func TestByKey(t *testing.T) {
-	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 4})
+	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 4, maxBatch: 100})
 	rep := run(t, d, Config{By: "page"})
 	want := map[string]int64{}
 	for i := range d.recs {
@@ -193,7 +193,7 @@ func TestByKey(t *testing.T) {
 }
 
 func TestTimeRange(t *testing.T) {
-	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 5})
+	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 5, maxBatch: 100})
 	from, to := t0+10*usSecond, t0+20*usSecond
 	rep := run(t, d, Config{From: from, To: to})
 	var want int64
@@ -212,7 +212,7 @@ func TestTimeRange(t *testing.T) {
 }
 
 func TestRunNeedsReplay(t *testing.T) {
-	d := makeLake(t, genConfig{n: 10, sources: []string{"s"}, seed: 6})
+	d := makeLake(t, genConfig{n: 10, sources: []string{"s"}, seed: 6, maxBatch: 100})
 	if _, err := Run(context.Background(), d.lk, Config{}); err == nil {
 		t.Errorf("Run without Replay: got nil error, want one")
 	}
