@@ -2,8 +2,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -100,8 +98,8 @@ type FilePosition struct {
 	Done   bool   `json:"done,omitempty"`   // an immutable input read to its end
 }
 
-// Open opens the source named by spec: a directory, a directory with a glob
-// ("logs/*.ndjson"), or a single file. resume is a Position previously
+// Open opens the source named by spec: s3://bucket/prefix (see s3Source),
+// a directory, a directory with a glob ("logs/*.ndjson"), or a single file. resume is a Position previously
 // returned by the source's Position (the zero Position starts afresh).
 func Open(ctx context.Context, spec string, cfg SourceConfig, resume Position) (Source, error) {
 	cfg = cfg.withDefaults()
@@ -109,10 +107,7 @@ func Open(ctx context.Context, spec string, cfg SourceConfig, resume Position) (
 		return nil, err
 	}
 	if strings.HasPrefix(spec, "s3://") {
-		return nil, fmt.Errorf("open source %s: %w", spec, errS3Unsupported)
+		return openS3(ctx, spec, cfg, resume)
 	}
 	return openDir(ctx, spec, cfg, resume)
 }
-
-// errS3Unsupported stands in until the S3 source (s3source.go) exists.
-var errS3Unsupported = errors.New("ingest: s3 sources are not implemented yet")
