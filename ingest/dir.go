@@ -31,6 +31,10 @@ import (
 // files leave the Position. Changes are found by fsnotify plus a periodic
 // full rescan (the backstop for lost events), or by the rescan alone with
 // PollOnly.
+//
+// A Dir is used by one goroutine at a time (Read, Wait and Position are not
+// synchronised). A file deleted while it still had unread lines is dropped
+// with them.
 type Dir struct {
 	name    string
 	root    string
@@ -99,7 +103,8 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		st := d.newState(rel, fi)
 		dev, ino := fileID(fi)
 		if p, ok := byID[[2]uint64{dev, ino}]; ok && st.sameContent(d.abs(rel), p) {
-			p.Path = rel
+			p.Path = rel // renamed while we were down: continue it under its new name
+			p.Hash, p.HashLen = st.pos.Hash, st.pos.HashLen
 			st.pos = p
 		}
 		if cfg.Once {
