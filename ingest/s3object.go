@@ -25,10 +25,10 @@ type s3Object struct {
 	r       *lineReader
 	dec     Decoder
 
-	gone        bool      // a GET found it changed (412) or deleted (404)
-	openFails   int       // consecutive failed GETs
-	readFails   int       // consecutive failed reads of the body without a record
-	retryAt     time.Time // after a failure, not before
+	gone      bool      // a GET found it changed (412) or deleted (404)
+	openFails int       // consecutive failed GETs
+	readFails int       // consecutive failed reads of the body without a record
+	retryAt   time.Time // after a failure, not before
 }
 
 // maxS3ReadFails is how many times in a row reading an object's body may
@@ -144,7 +144,7 @@ func (s *s3Source) openObject(o *s3Object) error {
 	if err != nil {
 		return fmt.Errorf("get %s: %w", o.key, err)
 	}
-	o.body, o.closers = body, []io.Closer{body}
+	o.body, o.closers, o.openFails = body, []io.Closer{body}, 0
 	if info.ETag != "" && info.ETag != o.pos.ETag { // a server that ignores If-Match
 		o.close()
 		return fmt.Errorf("get %s: %w", o.key, minio.ErrorResponse{StatusCode: http.StatusPreconditionFailed, Code: "PreconditionFailed", Message: "ETag " + info.ETag + " does not match " + o.pos.ETag})
@@ -187,7 +187,8 @@ func (s *s3Source) getFailed(o *s3Object, err error) {
 		return
 	}
 	o.close()
-	resp := minio.ToErrorResponse(err)
+	var resp minio.ErrorResponse
+	errors.As(err, &resp)
 	switch {
 	case resp.StatusCode == http.StatusPreconditionFailed || resp.Code == "PreconditionFailed":
 		s.cfg.Logger.Warn("object changed while being read; its new version will be read from the start as a new object",

@@ -149,7 +149,7 @@ func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) err
 		o.pos = FilePosition{Path: rel, ETag: info.ETag}
 		if p, ok := resume[rel]; ok && p.ETag == info.ETag {
 			o.pos = p
-		} else if ready := info.LastModified.Add(s.settle); !s.cfg.Once && now.Before(ready) {
+		} else if ready := info.LastModified.Add(s.settle); !s.cfg.Once && s.settle > 0 && now.Before(ready) {
 			if s.settleAt.IsZero() || ready.Before(s.settleAt) {
 				s.settleAt = ready
 			}

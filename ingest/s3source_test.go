@@ -1,0 +1,625 @@
+package ingest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/minio/minio-go/v7"
+
+	"tidemark"
+)
+
+// s3Clock is an injected wall clock the tests move by hand.
+type s3Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *s3Clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *s3Clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *s3Clock) add(d time.Duration) { c.set(c.now().Add(d)) }
+
+// s3Fix is a bucket on a fresh server, reached by the source through the
+// AWS environment (the credential chain and $AWS_ENDPOINT_URL) as in
+// production.
+type s3Fix struct {
+	c      *minio.Client
+	bucket string
+	clock  *s3Clock
+}
+
+func newS3Fix(t *testing.T) *s3Fix {
+	t.Helper()
+	srv := startS3Server(t)
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": srv.access, "AWS_SECRET_ACCESS_KEY": srv.secret, "AWS_SESSION_TOKEN": "",
+		"AWS_ENDPOINT_URL": srv.endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_REGION": "us-east-1",
+	} {
+		t.Setenv(k, v)
+	}
+	// An hour ahead of the server: every object has settled unless a test
+	// sets the clock back.
+	return &s3Fix{c: srv.client(t), bucket: srv.bucket(t), clock: &s3Clock{t: time.Now().Add(time.Hour)}}
+}
+
+func (f *s3Fix) put(t *testing.T, key string, data []byte) minio.ObjectInfo {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.c.PutObject(ctx, f.bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+	info, err := f.c.StatObject(ctx, f.bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatalf("stat %s: %v", key, err)
+	}
+	return info
+}
+
+func (f *s3Fix) spec(prefix string) string { return "s3://" + f.bucket + "/" + prefix }
+
+func (f *s3Fix) open(t *testing.T, prefix string, cfg SourceConfig, opt s3Options, resume Position) *s3Source {
+	t.Helper()
+	cfg.Clock = f.clock.now
+	s, err := openS3With(t.Context(), f.spec(prefix), cfg, opt, resume)
+	if err != nil {
+		t.Fatalf("open %s: %v", f.spec(prefix), err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// s3Drain reads batches of max until a Read returns nothing.
+func s3Drain(t *testing.T, s *s3Source, max int) []tidemark.Record {
+	t.Helper()
+	var all []tidemark.Record
+	for range 1 << 20 {
+		got, err := s.Read(t.Context(), nil, max)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if len(got) == 0 {
+			return all
+		}
+		if len(got) > max {
+			t.Fatalf("read returned %d records, want at most %d", len(got), max)
+		}
+		all = append(all, got...)
+	}
+	t.Fatal("read never ran dry")
+	return nil
+}
+
+// s3Render lists records as "file@offset payload" lines.
+func s3Render(recs []tidemark.Record) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "%s@%d %s\n", r.File, r.Offset, r.Payload)
+	}
+	return b.String()
+}
+
+// s3Lines makes n NDJSON lines with distinct payloads and the records they
+// should become in object file, with offsets.
+func s3Lines(file, tag string, n int) (data []byte, want string) {
+	var buf, w bytes.Buffer
+	for i := range n {
+		line := fmt.Sprintf(`{"event_time":"2026-01-01T10:%02d:%02dZ","tag":"%s","i":%d}`, i/60%60, i%60, tag, i)
+		fmt.Fprintf(&w, "%s@%d %s\n", file, buf.Len(), line)
+		buf.WriteString(line + "\n")
+	}
+	return buf.Bytes(), w.String()
+}
+
+func s3Gzip(t *testing.T, data []byte) []byte {
+	var b bytes.Buffer
+	z := gzip.NewWriter(&b)
+	z.Write(data)
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func s3Zstd(t *testing.T, data []byte) []byte {
+	z, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	return z.EncodeAll(data, nil)
+}
+
+func s3Positions(p Position) string {
+	var b strings.Builder
+	for _, f := range p.Files {
+		fmt.Fprintf(&b, "%s off=%d done=%v; ", f.Path, f.Offset, f.Done)
+	}
+	return b.String()
+}
+
+func TestS3KeyOrderEachOnce(t *testing.T) {
+	f := newS3Fix(t)
+	b, wantB := s3Lines("b.ndjson", "b", 3)
+	a, wantA := s3Lines("a.ndjson", "a", 2)
+	c, wantC := s3Lines("sub/c.ndjson", "c", 2)
+	f.put(t, "in/b.ndjson", b)
+	f.put(t, "in/sub/c.ndjson", c)
+	f.put(t, "in/a.ndjson", a)
+	f.put(t, "in/.hidden", []byte(`{"x":1}`+"\n"))
+	f.put(t, "input-other/x.ndjson", a) // shares the prefix string, not the directory
+	s := f.open(t, "in", SourceConfig{}, s3Options{}, Position{})
+
+	if got, want := s3Render(s3Drain(t, s, 2)), wantA+wantB+wantC; got != want {
+		t.Errorf("first pass: got\n%s\nwant\n%s", got, want)
+	}
+	for range 3 { // repeated polls find nothing new
+		f.clock.add(DefaultRescan)
+		if got := s3Drain(t, s, 100); len(got) != 0 {
+			t.Errorf("poll read again: got %v, want nothing", s3Render(got))
+		}
+	}
+	want := fmt.Sprintf("a.ndjson off=%d done=true; b.ndjson off=%d done=true; sub/c.ndjson off=%d done=true; ", len(a), len(b), len(c))
+	if got := s3Positions(s.Position()); got != want {
+		t.Errorf("position: got %s, want %s", got, want)
+	}
+	for _, fp := range s.Position().Files {
+		if fp.ETag == "" {
+			t.Errorf("position of %s has no ETag", fp.Path)
+		}
+	}
+	if s.Name() != f.spec("in") {
+		t.Errorf("name: got %q, want %q", s.Name(), f.spec("in"))
+	}
+}
+
+func TestS3NewObjectsBetweenPolls(t *testing.T) {
+	f := newS3Fix(t)
+	m, wantM := s3Lines("m.ndjson", "m", 2)
+	f.put(t, "m.ndjson", m)
+	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
+	if got := s3Render(s3Drain(t, s, 10)); got != wantM {
+		t.Fatalf("first: got\n%s\nwant\n%s", got, wantM)
+	}
+
+	// Nothing new: Wait returns at its timeout, with nothing to read.
+	if err := s.Wait(t.Context(), time.Millisecond); err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if got := s3Drain(t, s, 10); len(got) != 0 {
+		t.Fatalf("read before the next poll: got %s, want nothing", s3Render(got))
+	}
+
+	// Uploaded between polls, one sorting before what was read: the next
+	// poll finds both, Wait returns at once, and they come in key order.
+	a, wantA := s3Lines("a.ndjson", "a", 2)
+	z, wantZ := s3Lines("z.ndjson", "z", 2)
+	f.put(t, "z.ndjson", z)
+	f.put(t, "a.ndjson", a)
+	if got := s3Drain(t, s, 10); len(got) != 0 {
+		t.Fatalf("read before the poll is due: got %s, want nothing", s3Render(got))
+	}
+	f.clock.add(DefaultRescan)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.Wait(ctx, time.Hour); err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if got, want := s3Render(s3Drain(t, s, 10)), wantA+wantZ; got != want {
+		t.Errorf("after poll: got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestS3OverwrittenKeyIsNewObject(t *testing.T) {
+	f := newS3Fix(t)
+	v1, want1 := s3Lines("k.ndjson", "v1", 3)
+	v2, want2 := s3Lines("k.ndjson", "v2", 4)
+	info1 := f.put(t, "k.ndjson", v1)
+	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
+	if got := s3Render(s3Drain(t, s, 10)); got != want1 {
+		t.Fatalf("v1: got\n%s\nwant\n%s", got, want1)
+	}
+	info2 := f.put(t, "k.ndjson", v2)
+	if info1.ETag == info2.ETag {
+		t.Fatalf("overwrite kept ETag %s", info1.ETag)
+	}
+	f.clock.add(DefaultRescan)
+	if got := s3Render(s3Drain(t, s, 10)); got != want2 {
+		t.Errorf("v2: got\n%s\nwant\n%s", got, want2)
+	}
+	p := s.Position()
+	if len(p.Files) != 1 || p.Files[0].ETag != info2.ETag || !p.Files[0].Done {
+		t.Errorf("position: got %+v, want k.ndjson done at ETag %s", p.Files, info2.ETag)
+	}
+
+	// After a restart from a checkpoint taken before the overwrite, the new
+	// version is a new object too.
+	s2 := f.open(t, "", SourceConfig{}, s3Options{}, Position{Files: []FilePosition{{Path: "k.ndjson", ETag: info1.ETag, Done: true}}})
+	if got := s3Render(s3Drain(t, s2, 10)); got != want2 {
+		t.Errorf("restart: got\n%s\nwant\n%s", got, want2)
+	}
+}
+
+func TestS3ResumeMidObject(t *testing.T) {
+	tests := []struct {
+		name, key string
+		format    string
+		encode    func(*testing.T, []byte) []byte
+	}{
+		{"plain", "big.ndjson", FormatNDJSON, nil},
+		{"gzip", "big.ndjson.gz", FormatNDJSON, s3Gzip},
+		{"zstd", "big.ndjson.zst", FormatNDJSON, s3Zstd},
+		{"csv", "big.csv", FormatCSV, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newS3Fix(t)
+			data, want := s3Lines(tt.key, "r", 5000)
+			if tt.format == FormatCSV {
+				var b, w bytes.Buffer
+				b.WriteString("event_time,i\n")
+				for i := range 5000 {
+					line := fmt.Sprintf("2026-01-01T10:00:%02dZ,%d", i%60, i)
+					fmt.Fprintf(&w, "%s@%d %s\n", tt.key, b.Len(), line)
+					b.WriteString(line + "\n")
+				}
+				data, want = b.Bytes(), w.String()
+			}
+			body := data
+			if tt.encode != nil {
+				body = tt.encode(t, data)
+			}
+			f.put(t, tt.key, body)
+			cfg := SourceConfig{DecoderConfig: DecoderConfig{Format: tt.format, TimeField: "event_time"}}
+
+			s := f.open(t, "", cfg, s3Options{}, Position{})
+			var got []tidemark.Record
+			for len(got) < 1234 { // well inside the object, past the first buffer
+				recs, err := s.Read(t.Context(), nil, 7)
+				if err != nil || len(recs) == 0 {
+					t.Fatalf("read: %d records, %v", len(recs), err)
+				}
+				got = append(got, recs...)
+			}
+			pos := s.Position()
+			s.Close() // the crash: nothing after the Position survives
+			blob, err := json.Marshal(pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resume Position
+			if err := json.Unmarshal(blob, &resume); err != nil {
+				t.Fatal(err)
+			}
+			if len(resume.Files) != 1 || resume.Files[0].Done || resume.Files[0].Offset == 0 {
+				t.Fatalf("position mid-object: got %s", blob)
+			}
+			s2 := f.open(t, "", cfg, s3Options{}, resume)
+			got = append(got, s3Drain(t, s2, 1000)...)
+			if g := s3Render(got); g != want {
+				t.Errorf("resumed read differs from one read (%d records, want %d)", len(got), strings.Count(want, "\n"))
+			}
+			for _, r := range got {
+				if r.Reason != tidemark.ReasonNone {
+					t.Fatalf("record at %d quarantined: %s %s", r.Offset, r.Reason, r.Err)
+				}
+			}
+		})
+	}
+}
+
+func TestS3ChangedUnderReader(t *testing.T) {
+	for _, partial := range []bool{false, true} {
+		t.Run(fmt.Sprintf("partial=%v", partial), func(t *testing.T) {
+			f := newS3Fix(t)
+			v1, want1 := s3Lines("k.ndjson", "v1", 200)
+			v2, want2 := s3Lines("k.ndjson", "v2", 50)
+			f.put(t, "k.ndjson", v1)
+			var log bytes.Buffer
+			s := f.open(t, "", SourceConfig{Logger: slog.New(slog.NewTextHandler(&log, nil))}, s3Options{}, Position{})
+			var got []tidemark.Record
+			if partial {
+				recs, err := s.Read(t.Context(), nil, 10)
+				if err != nil || len(recs) != 10 {
+					t.Fatalf("read: %d records, %v", len(recs), err)
+				}
+				got = recs
+			}
+			f.put(t, "k.ndjson", v2)
+			if o := s.objects["k.ndjson"]; o != nil {
+				o.close() // the connection drops: the next Read GETs again, pinned to v1's ETag
+			}
+			if recs := s3Drain(t, s, 100); len(recs) != 0 {
+				t.Fatalf("read after the change: got %s, want nothing (412)", s3Render(recs))
+			}
+			if !strings.Contains(log.String(), "object changed while being read") {
+				t.Errorf("log: got %q, want the 412 logged", log.String())
+			}
+			got = append(got, s3Drain(t, s, 100)...) // the 412 asked for a new listing
+			want := want2
+			if partial {
+				want = strings.Join(strings.SplitAfter(want1, "\n")[:10], "") + want2
+			}
+			if g := s3Render(got); g != want {
+				t.Errorf("got\n%s\nwant\n%s", g, want)
+			}
+		})
+	}
+}
+
+func TestS3Settle(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  s3Options
+		wait time.Duration
+	}{
+		{"default", s3Options{}, DefaultS3Settle},
+		{"configured", s3Options{Settle: 10 * time.Second}, 10 * time.Second},
+		{"none", s3Options{Settle: -1}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newS3Fix(t)
+			data, want := s3Lines("k.ndjson", "k", 3)
+			info := f.put(t, "k.ndjson", data)
+			f.clock.set(info.LastModified.Add(tt.wait - time.Millisecond))
+			s := f.open(t, "", SourceConfig{}, tt.opt, Position{})
+			got := s3Drain(t, s, 10)
+			if tt.wait > 0 {
+				if len(got) != 0 || len(s.Position().Files) != 0 {
+					t.Fatalf("unsettled object read: got %s (position %s), want nothing", s3Render(got), s3Positions(s.Position()))
+				}
+				// The poll is due when it settles, before the Rescan period.
+				f.clock.set(info.LastModified.Add(tt.wait))
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				if err := s.Wait(ctx, time.Hour); err != nil {
+					t.Fatalf("wait: %v", err)
+				}
+				got = s3Drain(t, s, 10)
+			}
+			if g := s3Render(got); g != want {
+				t.Errorf("settled: got\n%s\nwant\n%s", g, want)
+			}
+		})
+	}
+}
+
+func TestS3FinalLineWithoutNewline(t *testing.T) {
+	f := newS3Fix(t)
+	f.put(t, "a.ndjson", []byte(`{"event_time":1}`+"\n"+`{"event_time":2}`))
+	f.put(t, "b.ndjson.gz", s3Gzip(t, []byte(`{"event_time":3}`)))
+	f.put(t, "c.ndjson", nil)
+	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
+	want := "a.ndjson@0 {\"event_time\":1}\na.ndjson@17 {\"event_time\":2}\nb.ndjson.gz@0 {\"event_time\":3}\n"
+	if got := s3Render(s3Drain(t, s, 10)); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	for _, fp := range s.Position().Files {
+		if !fp.Done {
+			t.Errorf("%s not done: %+v", fp.Path, fp)
+		}
+	}
+}
+
+func TestS3PositionListsLiveObjects(t *testing.T) {
+	f := newS3Fix(t)
+	a, _ := s3Lines("a.ndjson", "a", 2)
+	f.put(t, "a.ndjson", a)
+	f.put(t, "b.ndjson", a)
+	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
+	s3Drain(t, s, 10)
+	if err := f.c.RemoveObject(t.Context(), f.bucket, "a.ndjson", minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.add(DefaultRescan)
+	if got := s3Drain(t, s, 10); len(got) != 0 {
+		t.Errorf("read after delete: got %s, want nothing", s3Render(got))
+	}
+	p := s.Position()
+	if len(p.Files) != 1 || p.Files[0].Path != "b.ndjson" || !p.Files[0].Done {
+		t.Errorf("position: got %s, want only b.ndjson, done", s3Positions(p))
+	}
+	// A restart from it reads nothing again.
+	s2 := f.open(t, "", SourceConfig{}, s3Options{}, p)
+	if got := s3Drain(t, s2, 10); len(got) != 0 {
+		t.Errorf("restart read again: got %s, want nothing", s3Render(got))
+	}
+}
+
+func TestS3Once(t *testing.T) {
+	f := newS3Fix(t)
+	data, want := s3Lines("a.ndjson", "a", 3)
+	info := f.put(t, "a.ndjson", data)
+	f.clock.set(info.LastModified) // unsettled, but --once takes what is there
+	s := f.open(t, "", SourceConfig{Once: true}, s3Options{}, Position{})
+	if s.Exhausted() {
+		t.Fatal("exhausted before reading")
+	}
+	if got := s3Render(s3Drain(t, s, 10)); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if !s.Exhausted() {
+		t.Error("not exhausted after reading everything")
+	}
+	if err := s.Wait(t.Context(), time.Hour); err != nil {
+		t.Errorf("wait with once: %v", err)
+	}
+}
+
+func TestS3OpenErrors(t *testing.T) {
+	f := newS3Fix(t)
+	if _, err := openS3With(t.Context(), "s3://no-such-bucket-"+s3RandHex(4)+"/x", SourceConfig{}, s3Options{}, Position{}); err == nil {
+		t.Error("open of a missing bucket: got nil error")
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	if _, err := openS3With(t.Context(), f.spec(""), SourceConfig{}, s3Options{Retries: 1}, Position{}); err == nil {
+		t.Error("open with a wrong secret: got nil error")
+	}
+}
+
+// TestS3BoundedMemory reads a 50 MB object with small batches: the live
+// heap stays far below the object's size.
+func TestS3BoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("50 MB upload")
+	}
+	f := newS3Fix(t)
+	const size = 50 << 20
+	line := []byte(`{"event_time":"2026-01-01T10:00:00Z","page":"/index.html","pad":"` + strings.Repeat("x", 40) + `"}` + "\n")
+	lines := size / len(line)
+	src := io.LimitReader(&s3Repeat{line: line}, int64(lines*len(line)))
+	if _, err := f.c.PutObject(t.Context(), f.bucket, "big.ndjson", src, int64(lines*len(line)), minio.PutObjectOptions{PartSize: 5 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapAlloc, uint64(0)
+	n, buf := 0, make([]tidemark.Record, 0, 256)
+	for i := 0; ; i++ {
+		recs, err := s.Read(t.Context(), buf[:0], 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		n += len(recs)
+		if i%200 == 0 {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+		}
+	}
+	if n != lines {
+		t.Errorf("records: got %d, want %d", n, lines)
+	}
+	grown := int64(peak) - int64(base)
+	t.Logf("50 MB object: live heap %d KiB at start, peak %d KiB (+%d KiB)", base>>10, peak>>10, grown>>10)
+	if grown > 8<<20 {
+		t.Errorf("live heap grew by %d KiB reading a 50 MB object, want < 8 MiB", grown>>10)
+	}
+}
+
+// s3Repeat repeats one line forever.
+type s3Repeat struct {
+	line []byte
+	off  int
+}
+
+func (r *s3Repeat) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.line[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.line)
+	}
+	return n, nil
+}
+
+func TestParseS3Spec(t *testing.T) {
+	tests := []struct {
+		spec, bucket, prefix string
+		ok                   bool
+	}{
+		{"s3://b", "b", "", true},
+		{"s3://b/", "b", "", true},
+		{"s3://b/logs", "b", "logs/", true},
+		{"s3://b/logs/", "b", "logs/", true},
+		{"s3://b//logs/2026", "b", "logs/2026/", true},
+		{"s3://", "", "", false},
+		{"s3:///x", "", "", false},
+		{"/local/dir", "", "", false},
+		{"s3://a b/x", "", "", false},
+	}
+	for _, tt := range tests {
+		b, p, err := parseS3Spec(tt.spec)
+		if (err == nil) != tt.ok || b != tt.bucket || p != tt.prefix {
+			t.Errorf("parseS3Spec(%q): got %q, %q, %v, want %q, %q, ok=%v", tt.spec, b, p, err, tt.bucket, tt.prefix, tt.ok)
+		}
+	}
+}
+
+func FuzzParseS3Spec(f *testing.F) {
+	for _, s := range []string{"s3://b/logs", "s3://b", "s3:///", "s3://b//x//", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		b, p, err := parseS3Spec(spec)
+		if err != nil {
+			return
+		}
+		if b == "" || strings.Contains(b, "/") || p != "" && !strings.HasSuffix(p, "/") || strings.HasPrefix(p, "/") {
+			t.Fatalf("parseS3Spec(%q) = %q, %q", spec, b, p)
+		}
+		b2, p2, err := parseS3Spec("s3://" + b + "/" + p)
+		if err != nil || b2 != b || p2 != p {
+			t.Fatalf("round trip of %q: got %q, %q, %v, want %q, %q", spec, b2, p2, err, b, p)
+		}
+	})
+}
+
+func TestS3Endpoint(t *testing.T) {
+	tests := []struct {
+		opt, envS3, env string
+		host            string
+		secure, ok      bool
+	}{
+		{"", "", "", "s3.amazonaws.com", true, true},
+		{"", "", "http://127.0.0.1:7070", "127.0.0.1:7070", false, true},
+		{"", "https://s3.example:9000", "http://127.0.0.1:7070", "s3.example:9000", true, true},
+		{"http://flag:1", "https://s3.example", "http://env", "flag:1", false, true},
+		{"minio:9000", "", "", "minio:9000", true, true},
+		{"ftp://x", "", "", "", false, false},
+		{"http://x/path", "", "", "", false, false},
+	}
+	for _, tt := range tests {
+		t.Setenv("AWS_ENDPOINT_URL_S3", tt.envS3)
+		t.Setenv("AWS_ENDPOINT_URL", tt.env)
+		host, secure, err := s3Options{Endpoint: tt.opt}.endpoint()
+		if (err == nil) != tt.ok || host != tt.host || secure != tt.secure {
+			t.Errorf("endpoint(%q, %q, %q): got %q, %v, %v, want %q, %v, ok=%v", tt.opt, tt.envS3, tt.env, host, secure, err, tt.host, tt.secure, tt.ok)
+		}
+	}
+}
+
+func TestExactReader(t *testing.T) {
+	tests := []struct {
+		data    string
+		left    int64
+		want    string
+		wantErr error
+	}{
+		{"abcdef", 6, "abcdef", nil},
+		{"abcdef", 4, "abcd", nil},
+		{"abc", 6, "abc", io.ErrUnexpectedEOF},
+	}
+	for _, tt := range tests {
+		got, err := io.ReadAll(&exactReader{r: strings.NewReader(tt.data), left: tt.left})
+		if string(got) != tt.want || err != tt.wantErr {
+			t.Errorf("exactReader(%q, %d): got %q, %v, want %q, %v", tt.data, tt.left, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
