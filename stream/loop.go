@@ -50,17 +50,72 @@ func (r *runner) sourceConfig() ingest.SourceConfig {
 	}
 }
 
-// run is the micro-batch loop.
+// readBatch is one micro-batch read from the sources, not yet processed.
+type readBatch struct {
+	entry offsetsEntry // BatchID is set by the processor
+	recs  []tidemark.Record
+}
+
+// run is the micro-batch loop. Reading and decoding the next batch overlaps
+// with processing and committing the current one (two cores at work); the
+// write-ahead entry of a batch is still written only after the previous
+// batch committed, and its start is exactly the previous batch's end.
 func (r *runner) run(ctx context.Context) error {
-	var last time.Time
-	for {
+	batches := make(chan readBatch, 1)
+	free := make(chan []tidemark.Record, 2) // record slices handed back for reuse
+	free <- nil
+	free <- nil
+	readCtx, stopReading := context.WithCancel(ctx)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		readErr <- r.readLoop(readCtx, batches, free)
+	}()
+	defer func() {
+		stopReading()
+		for range batches { // let the reader finish; its batch is read again after a restart
+		}
+	}()
+	for b := range batches {
+		b.entry.BatchID = r.nextID
+		// Once the batch is read, finish it even if ctx is cancelled now:
+		// SIGTERM commits the current batch, then exits.
+		if err := r.process(context.WithoutCancel(ctx), b.entry, b.recs); err != nil {
+			return err
+		}
+		free <- b.recs[:0]
 		if ctx.Err() != nil {
 			return nil // a clean stop: the last batch is committed
 		}
+	}
+	if err := <-readErr; err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if r.cfg.Drain {
+		return r.drain(ctx)
+	}
+	return nil
+}
+
+// readLoop reads micro-batches until the input is exhausted (--once) or ctx
+// is cancelled, which is a clean stop, not an error.
+func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan []tidemark.Record) error {
+	var last time.Time
+	idle := 0
+	for {
 		if r.cfg.Trigger > 0 && !last.IsZero() {
-			if err := sleepCtx(ctx, r.cfg.Trigger-r.cfg.Clock().Sub(last)); err != nil {
+			if sleepCtx(ctx, r.cfg.Trigger-r.cfg.Clock().Sub(last)) != nil {
 				return nil
 			}
+		}
+		var buf []tidemark.Record
+		select {
+		case buf = <-free:
+		case <-ctx.Done():
+			return nil
 		}
 		readTime := time.UnixMicro(r.cfg.Clock().UnixMicro())
 		r.readTime.Store(readTime.UnixMicro())
@@ -68,41 +123,42 @@ func (r *runner) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		recs, err := r.read(ctx, readTime)
+		recs, err := r.read(ctx, buf)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		if len(recs) == 0 {
-			if r.cfg.Once {
-				if r.exhausted() {
-					break
-				}
-				continue
-			}
-			if err := r.wait(ctx); err != nil {
+			free <- recs
+			if r.cfg.Once && r.exhausted() {
 				return nil
 			}
+			if !r.cfg.Once || idle > 0 {
+				if r.wait(ctx) != nil {
+					return nil
+				}
+			}
+			idle++
 			continue
 		}
+		idle = 0
 		last = readTime
 		end, err := marshalPositions(r.sources)
 		if err != nil {
 			return err
 		}
-		entry := offsetsEntry{BatchID: r.nextID, ReadTime: readTime.UnixMicro(), Start: start, End: end, Rows: len(recs), SourceRows: map[string]int{}}
+		entry := offsetsEntry{ReadTime: readTime.UnixMicro(), Start: start, End: end, Rows: len(recs), SourceRows: map[string]int{}}
 		for i := range recs {
 			entry.SourceRows[recs[i].Source]++
 		}
-		// Once the batch is read, finish it even if ctx is cancelled now:
-		// SIGTERM commits the current batch, then exits.
-		if err := r.process(context.WithoutCancel(ctx), entry, recs); err != nil {
-			return err
+		select {
+		case out <- readBatch{entry: entry, recs: recs}:
+		case <-ctx.Done():
+			return nil
 		}
 	}
-	if r.cfg.Drain {
-		return r.drain(ctx)
-	}
-	return nil
 }
 
 func (r *runner) exhausted() bool {
@@ -116,8 +172,7 @@ func (r *runner) exhausted() bool {
 
 // read fills one micro-batch: each source gets an equal share of
 // MaxBatchRows in --source order, and leftover room goes to whoever has more.
-func (r *runner) read(ctx context.Context, readTime time.Time) ([]tidemark.Record, error) {
-	recs := r.buf[:0]
+func (r *runner) read(ctx context.Context, recs []tidemark.Record) ([]tidemark.Record, error) {
 	limit := r.cfg.MaxBatchRows
 	share := max(1, limit/len(r.sources))
 	for pass := 0; pass < 2 && len(recs) < limit; pass++ {
@@ -136,7 +191,6 @@ func (r *runner) read(ctx context.Context, readTime time.Time) ([]tidemark.Recor
 			}
 		}
 	}
-	r.buf = recs
 	return recs, nil
 }
 

@@ -28,7 +28,7 @@ type RunnerConfig struct {
 	Name    string               // stream name; default "stream"
 
 	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
-	MaxBatchRows int           // input lines per micro-batch; default 500000
+	MaxBatchRows int           // input lines per micro-batch; default 100000
 	Trigger      time.Duration // minimum interval between batches
 	Once         bool          // process what is available now, then return
 	Drain        bool          // with Once: then close every open window
@@ -47,7 +47,7 @@ func (c *RunnerConfig) defaults() {
 		c.Name = "stream"
 	}
 	if c.MaxBatchRows <= 0 {
-		c.MaxBatchRows = 500_000
+		c.MaxBatchRows = 100_000
 	}
 	if c.Rescan <= 0 {
 		c.Rescan = 10 * time.Second

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -27,6 +28,11 @@ func newApp() *cli.App {
 			compactCommand(),
 			vacuumCommand(),
 		},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile (pprof) of the run to this file", EnvVars: env("cpuprofile")},
+		},
+		Before:    startProfile,
+		After:     stopProfile,
 		Writer:    os.Stdout,
 		ErrWriter: os.Stderr,
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
@@ -34,6 +40,34 @@ func newApp() *cli.App {
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // main owns the exit code
 	}
+}
+
+// startProfile starts the --cpuprofile CPU profile, if asked for.
+func startProfile(c *cli.Context) error {
+	path := c.String("cpuprofile")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	c.App.Metadata = map[string]any{"cpuprofile": f}
+	return nil
+}
+
+// stopProfile ends the profile started by startProfile.
+func stopProfile(c *cli.Context) error {
+	f, ok := c.App.Metadata["cpuprofile"].(*os.File)
+	if !ok {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	return f.Close()
 }
 
 // env names the environment variable that can set a flag: TIDEMARK_<FLAG>.
