@@ -253,7 +253,7 @@ func (s *S3) Open(ctx context.Context, key string) (Reader, error) {
 	if err != nil {
 		return nil, s.error("open", key, err)
 	}
-	return &s3Reader{ctx: ctx, s: s, key: key, etag: info.ETag, size: info.Size}, nil
+	return &s3Reader{ctx: ctx, s: s, key: key, etag: info.ETag, size: info.Size, modTime: info.LastModified}, nil
 }
 
 // List implements Store; minio-go pages through ListObjectsV2.

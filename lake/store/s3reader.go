@@ -7,6 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -14,11 +17,12 @@ import (
 // s3Reader reads one version of an object with ranged GETs. It is safe for
 // concurrent ReadAt calls.
 type s3Reader struct {
-	ctx  context.Context
-	s    *S3
-	key  string
-	etag string
-	size int64
+	ctx     context.Context
+	s       *S3
+	key     string
+	etag    string
+	size    int64
+	modTime time.Time
 }
 
 func (r *s3Reader) Size() int64  { return r.size }
@@ -70,7 +74,7 @@ func (r *s3Reader) get(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	core := minio.Core{Client: r.s.client}
-	body, _, _, err := core.GetObject(r.ctx, r.s.bucket, r.s.object(r.key), opts)
+	body, info, h, err := core.GetObject(r.ctx, r.s.bucket, r.s.object(r.key), opts)
 	if err != nil {
 		resp := minio.ToErrorResponse(err)
 		if resp.StatusCode == http.StatusPreconditionFailed || resp.StatusCode == http.StatusNotFound ||
@@ -80,9 +84,34 @@ func (r *s3Reader) get(p []byte, off int64) (int, error) {
 		return 0, &fs.PathError{Op: "read", Path: r.key, Err: err}
 	}
 	defer body.Close()
+	if !r.sameVersion(info, h) {
+		return 0, &fs.PathError{Op: "read", Path: r.key, Err: ErrChanged}
+	}
 	n, err := io.ReadFull(body, p)
 	if err != nil {
 		return n, &fs.PathError{Op: "read", Path: r.key, Err: fmt.Errorf("body: %w", err)}
 	}
 	return n, nil
+}
+
+// sameVersion double-checks that a GET answered from the opened version.
+// If-Match should be enough, but versitygw (v1.8.0, posix) checks the ETag
+// and then opens the file by path, so a concurrent overwrite can slip in
+// between; the object size in Content-Range and Last-Modified come from
+// the file it actually read.
+func (r *s3Reader) sameVersion(info minio.ObjectInfo, h http.Header) bool {
+	if info.ETag != "" && info.ETag != r.etag {
+		return false
+	}
+	if !info.LastModified.IsZero() && !r.modTime.IsZero() &&
+		!info.LastModified.Truncate(time.Second).Equal(r.modTime.Truncate(time.Second)) {
+		return false
+	}
+	if cr := h.Get("Content-Range"); cr != "" {
+		_, total, ok := strings.Cut(cr, "/")
+		if !ok || total != strconv.FormatInt(r.size, 10) {
+			return false
+		}
+	}
+	return true
 }
