@@ -31,12 +31,11 @@ type runner struct {
 	buf      []tidemark.Record
 }
 
-func newRunner(ctx context.Context, cfg RunnerConfig) (r *runner, err error) {
-	r = &runner{cfg: cfg, sum: &Summary{Quarantined: map[tidemark.Reason]int64{}, Lake: cfg.Lake}}
+func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
+	r := &runner{cfg: cfg, sum: &Summary{Quarantined: map[tidemark.Reason]int64{}, Lake: cfg.Lake}}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, r.close())
-			r = nil
+			err = errors.Join(err, r.close()) // release what was opened before the failure
 		}
 	}()
 	if cfg.MetricsAddr != "" {
