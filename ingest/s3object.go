@@ -80,14 +80,16 @@ func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int
 			}
 			continue
 		}
-		rec := tidemark.Record{Source: s.name, File: o.pos.Path, Offset: off, Payload: a.copy(payload), Arrival: arrival}
+		// Decoded in place: a local passed to the interface call would
+		// escape, one allocation per record.
+		dst = append(dst, tidemark.Record{Source: s.name, File: o.pos.Path, Offset: off, Payload: a.copy(payload), Arrival: arrival})
+		rec := &dst[len(dst)-1]
 		if length > int64(s.cfg.MaxLineBytes) {
 			rec.Reason = tidemark.ReasonLineTooLong
 			rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", length, s.cfg.MaxLineBytes)
 		} else {
-			s.decoder(o).Decode(&rec)
+			s.decoder(o).Decode(rec)
 		}
-		dst = append(dst, rec)
 		n++
 		o.pos.Offset = o.r.off
 		o.readFails = 0
@@ -140,7 +142,7 @@ func (s *s3Source) openObject(o *s3Object) error {
 			return err
 		}
 	}
-	body, info, _, err := s.core.GetObject(s.bodyCtx, s.bucket, o.key, opts)
+	body, info, h, err := s.core.GetObject(s.bodyCtx, s.bucket, o.key, opts)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", o.key, err)
 	}
@@ -149,7 +151,16 @@ func (s *s3Source) openObject(o *s3Object) error {
 		o.close()
 		return fmt.Errorf("get %s: %w", o.key, minio.ErrorResponse{StatusCode: http.StatusPreconditionFailed, Code: "PreconditionFailed", Message: "ETag " + info.ETag + " does not match " + o.pos.ETag})
 	}
-	var src io.Reader = &exactReader{r: body, left: o.size - start}
+	var src io.Reader = body
+	if start > 0 && h.Get("Content-Range") == "" {
+		// A server that ignores Range sends the whole object: skip to the
+		// offset here rather than read the start twice.
+		if _, err := io.CopyN(io.Discard, body, start); err != nil {
+			o.close()
+			return errBody{fmt.Errorf("skip to offset %d of %s: %w", start, o.pos.Path, err)}
+		}
+	}
+	src = &exactReader{r: src, left: o.size - start}
 	if o.compressed {
 		dec, err := decompressor(o.pos.Path, src)
 		if err != nil {

@@ -27,7 +27,7 @@ type s3TestServer struct {
 	endpoint, access, secret string
 }
 
-func startS3Server(t *testing.T) *s3TestServer {
+func startS3Server(t testing.TB) *s3TestServer {
 	t.Helper()
 	bin := versityBinary()
 	if bin == "" {
@@ -102,7 +102,7 @@ func versityBinary() string {
 	return ""
 }
 
-func (srv *s3TestServer) client(t *testing.T) *minio.Client {
+func (srv *s3TestServer) client(t testing.TB) *minio.Client {
 	t.Helper()
 	c, err := minio.New(strings.TrimPrefix(srv.endpoint, "http://"), &minio.Options{
 		Creds: credentials.NewStaticV4(srv.access, srv.secret, ""), Region: "us-east-1",
@@ -114,7 +114,7 @@ func (srv *s3TestServer) client(t *testing.T) *minio.Client {
 }
 
 // bucket creates a fresh bucket.
-func (srv *s3TestServer) bucket(t *testing.T) string {
+func (srv *s3TestServer) bucket(t testing.TB) string {
 	t.Helper()
 	name := "tm-" + s3RandHex(6)
 	if err := srv.client(t).MakeBucket(context.Background(), name, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,8 @@ type s3Source struct {
 	order   []string             // relative keys, sorted
 	cur     int                  // index in order of the object being read
 	json    *NDJSONDecoder
+
+	avgPayload int // bytes per record in the last Read, plus a quarter
 
 	lastPoll time.Time
 	settleAt time.Time // when the first unsettled object of the last listing settles; zero = none
@@ -109,6 +112,8 @@ func openS3With(ctx context.Context, spec string, cfg SourceConfig, opt s3Option
 // their new version once it has settled.
 func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) error {
 	now := s.cfg.Clock()
+	ctx, cancel := context.WithCancel(ctx) // stops the lister if we return early
+	defer cancel()
 	listed := map[string]minio.ObjectInfo{}
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}) {
 		if obj.Err != nil {
@@ -265,8 +270,20 @@ func (s *s3Source) Read(ctx context.Context, dst []tidemark.Record, maxRecords i
 		}
 	}
 	arrival := now.UnixMicro()
-	a := arena{chunk: min(1<<20, max(4096, maxRecords*512))}
-	n := 0
+	// Payload chunks sized from the last Read's records (512 bytes each
+	// before the first), so a batch of short lines does not hold a mostly
+	// empty megabyte.
+	a := arena{chunk: min(1<<20, max(4096, maxRecords*cmp.Or(s.avgPayload, 512)))}
+	n, start := 0, len(dst)
+	defer func() {
+		if got := len(dst) - start; got > 0 {
+			var bytes int
+			for _, r := range dst[start:] {
+				bytes += len(r.Payload)
+			}
+			s.avgPayload = bytes/got + bytes/got/4 + 1
+		}
+	}()
 	for s.cur < len(s.order) && n < maxRecords {
 		o := s.objects[s.order[s.cur]]
 		if o.pos.Done || o.gone {

@@ -49,7 +49,7 @@ type s3Fix struct {
 	clock  *s3Clock
 }
 
-func newS3Fix(t *testing.T) *s3Fix {
+func newS3Fix(t testing.TB) *s3Fix {
 	t.Helper()
 	srv := startS3Server(t)
 	for k, v := range map[string]string{
@@ -78,7 +78,7 @@ func (f *s3Fix) put(t *testing.T, key string, data []byte) minio.ObjectInfo {
 
 func (f *s3Fix) spec(prefix string) string { return "s3://" + f.bucket + "/" + prefix }
 
-func (f *s3Fix) open(t *testing.T, prefix string, cfg SourceConfig, opt s3Options, resume Position) *s3Source {
+func (f *s3Fix) open(t testing.TB, prefix string, cfg SourceConfig, opt s3Options, resume Position) *s3Source {
 	t.Helper()
 	cfg.Clock = f.clock.now
 	s, err := openS3With(t.Context(), f.spec(prefix), cfg, opt, resume)
@@ -622,4 +622,36 @@ func TestExactReader(t *testing.T) {
 			t.Errorf("exactReader(%q, %d): got %q, %v, want %q, %v", tt.data, tt.left, got, err, tt.want, tt.wantErr)
 		}
 	}
+}
+
+// BenchmarkS3Read reads a 20 MB NDJSON object from a local versitygw,
+// decoding every record, in batches of 4096.
+func BenchmarkS3Read(b *testing.B) {
+	f := newS3Fix(b)
+	line := []byte(`{"event_time":"2026-01-01T10:00:00Z","page":"/index.html","value":1.5}` + "\n")
+	lines := (20 << 20) / len(line)
+	size := int64(lines * len(line))
+	if _, err := f.c.PutObject(b.Context(), f.bucket, "big.ndjson", io.LimitReader(&s3Repeat{line: line}, size), size, minio.PutObjectOptions{PartSize: 5 << 20}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := SourceConfig{DecoderConfig: DecoderConfig{Keys: []string{"page"}, ValueField: "value"}, Once: true}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	buf := make([]tidemark.Record, 0, 4096)
+	for b.Loop() {
+		s := f.open(b, "", cfg, s3Options{}, Position{})
+		n := 0
+		for !s.Exhausted() {
+			recs, err := s.Read(b.Context(), buf[:0], 4096)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(recs)
+		}
+		if n != lines {
+			b.Fatalf("records: got %d, want %d", n, lines)
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
