@@ -655,3 +655,41 @@ func BenchmarkS3Read(b *testing.B) {
 	}
 	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+func TestS3CorruptObjectSkipped(t *testing.T) {
+	f := newS3Fix(t)
+	f.put(t, "a.ndjson.gz", []byte("this is not gzip\n"))
+	b, wantB := s3Lines("b.ndjson", "b", 2)
+	f.put(t, "b.ndjson", b)
+	var log bytes.Buffer
+	s := f.open(t, "", SourceConfig{Logger: slog.New(slog.NewTextHandler(&log, nil))}, s3Options{}, Position{})
+	var got []tidemark.Record
+	for i := range maxS3ReadFails {
+		// b waits behind a (key order) while a is retried with backoff.
+		recs := s3Drain(t, s, 10)
+		if len(recs) > 0 && i < maxS3ReadFails-1 {
+			t.Errorf("attempt %d read %s before a.ndjson.gz was given up", i+1, s3Render(recs))
+		}
+		got = append(got, recs...)
+		f.clock.add(time.Second)
+	}
+	if g := s3Render(got); g != wantB {
+		t.Errorf("got\n%s\nwant\n%s", g, wantB)
+	}
+	if p := s.Position(); len(p.Files) != 2 || !p.Files[0].Done {
+		t.Errorf("position: got %s, want a.ndjson.gz done", s3Positions(p))
+	}
+	if !strings.Contains(log.String(), "skipping the rest of the object") {
+		t.Errorf("log: got %q, want the skip logged", log.String())
+	}
+}
+
+func TestS3WaitCancelled(t *testing.T) {
+	f := newS3Fix(t)
+	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Wait(ctx, time.Hour); err != context.Canceled {
+		t.Errorf("wait: got %v, want %v", err, context.Canceled)
+	}
+}
