@@ -693,3 +693,21 @@ func TestS3WaitCancelled(t *testing.T) {
 		t.Errorf("wait: got %v, want %v", err, context.Canceled)
 	}
 }
+
+func TestS3ViaOpen(t *testing.T) {
+	f := newS3Fix(t)
+	data, want := s3Lines("x/a.ndjson", "a", 2)
+	f.put(t, "in/x/a.ndjson", data)
+	src, err := Open(t.Context(), f.spec("in"), SourceConfig{Clock: f.clock.now}, Position{})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer src.Close()
+	s, ok := src.(*s3Source)
+	if !ok {
+		t.Fatalf("open returned %T, want *s3Source", src)
+	}
+	if got := s3Render(s3Drain(t, s, 10)); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
