@@ -34,20 +34,26 @@ type sorter struct {
 	files     []*os.File
 	names     []string // source and file names by id
 	ids       map[string]uint32
+	last      [2]string // the last two names looked up, and their ids:
+	lastID    [2]uint32 // rows come in runs of one source and file
 }
 
 func newSorter(dir string, chunkRows int) *sorter {
 	return &sorter{dir: dir, chunkRows: chunkRows, ids: map[string]uint32{}}
 }
 
-// id interns a source or file name.
-func (s *sorter) id(name string) uint32 {
-	if id, ok := s.ids[name]; ok {
-		return id
+// id interns a source (slot 0) or file (slot 1) name.
+func (s *sorter) id(slot int, name string) uint32 {
+	if name == s.last[slot] && len(s.names) > 0 {
+		return s.lastID[slot]
 	}
-	id := uint32(len(s.names))
-	s.names = append(s.names, name)
-	s.ids[name] = id
+	id, ok := s.ids[name]
+	if !ok {
+		id = uint32(len(s.names))
+		s.names = append(s.names, name)
+		s.ids[name] = id
+	}
+	s.last[slot], s.lastID[slot] = name, id
 	return id
 }
 
