@@ -51,6 +51,13 @@ type SourceConfig struct {
 	// PollOnly disables fsnotify: only the periodic rescan finds changes
 	// (for NFS and other file systems without inotify).
 	PollOnly bool
+
+	// S3Settle is, for S3 sources, how long an object must be unchanged
+	// before it is read; 0 = DefaultS3Settle, < 0 = no wait.
+	S3Settle time.Duration
+	// S3Endpoint is --s3-endpoint; "" = $AWS_ENDPOINT_URL_S3, then
+	// $AWS_ENDPOINT_URL, then AWS.
+	S3Endpoint string
 }
 
 // DefaultRescan is the rescan period of a zero SourceConfig.

@@ -47,6 +47,7 @@ func (r *runner) sourceConfig() ingest.SourceConfig {
 		Once:          r.cfg.Once,
 		PollOnly:      r.cfg.Poll,
 		Rescan:        r.cfg.Rescan,
+		S3Endpoint:    r.cfg.S3.Endpoint,
 	}
 }
 
@@ -231,12 +232,23 @@ func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemar
 		return err
 	}
 	r.sum.count(recs)
-	r.report(entry, recs, res, time.Since(began))
+	return r.publish(entry, recs, res, time.Since(began))
+}
+
+// publish tells the world about a committed batch: the progress line and
+// metrics first, then the windows on --print.
+func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) error {
+	r.report(entry, recs, res, took)
+	if r.cfg.Print == nil {
+		return nil
+	}
+	if err := printResults(r.cfg.Print, r.cfg.Decoder.Keys, r.cfg.Decoder.ValueField != "", res.Emitted); err != nil {
+		return fmt.Errorf("print windows: %w", err)
+	}
 	return nil
 }
 
-// commit writes the batch to the lake, prints its windows and records it in
-// the checkpoint. state overrides the engine's state (used by drain).
+// commit writes the batch to the lake and records it in the checkpoint. state overrides the engine's state (used by drain).
 func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark.Record, res BatchResult, state *State) error {
 	rows := make([]lake.WindowRow, len(res.Emitted))
 	var wm *int64
@@ -253,11 +265,6 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 	err := r.lake.AppendBatch(ctx, lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime})
 	if err != nil {
 		return err
-	}
-	if r.cfg.Print != nil {
-		if err := printResults(r.cfg.Print, r.cfg.Decoder.Keys, r.cfg.Decoder.ValueField != "", res.Emitted); err != nil {
-			return fmt.Errorf("print windows: %w", err)
-		}
 	}
 	r.sum.Emitted += int64(len(res.Emitted))
 	if state == nil {
@@ -313,7 +320,9 @@ func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
 	if err := r.commit(ctx, entry, nil, res, after); err != nil {
 		return err
 	}
-	r.report(entry, nil, res, 0)
+	if err := r.publish(entry, nil, res, 0); err != nil {
+		return err
+	}
 	// The engine now holds W = +inf; reload the saved state so a caller that
 	// keeps going sees what the checkpoint holds.
 	eng, err := New(r.cfg.Engine, after)
@@ -351,7 +360,9 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 		return err
 	}
 	r.sum.count(recs)
-	r.report(*entry, recs, res, 0)
+	if err := r.publish(*entry, recs, res, 0); err != nil {
+		return err
+	}
 	return r.openSources(ctx, entry.End)
 }
 
