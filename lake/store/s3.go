@@ -226,7 +226,7 @@ func retryable(ctx context.Context, err error) bool {
 // backoff is the wait before retry attempt+1: exponential from 100ms, capped
 // at 5s, with full jitter.
 func backoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond << min(attempt, 6)
+	d := 100 * time.Millisecond << min(max(attempt, 0), 6)
 	d = min(d, 5*time.Second)
 	return d/2 + rand.N(d/2+1)
 }

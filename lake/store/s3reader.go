@@ -43,15 +43,22 @@ func (r *s3Reader) ReadAt(p []byte, off int64) (int, error) {
 	want := p[:min(int64(len(p)), r.size-off)]
 	n := 0
 	for attempt := 0; n < len(want); attempt++ {
-		m, err := r.get(want[n:], off+int64(n))
+		m, cut, err := r.get(want[n:], off+int64(n))
 		n += m
 		if err == nil {
 			continue
 		}
-		if m > 0 {
-			attempt = -1 // progress: the retry budget is for stalls
+		// Failed requests were already retried by minio-go; only a body
+		// cut short is resumed here: at once after progress (the retry
+		// budget is for stalls), else after a backoff.
+		if !cut || r.ctx.Err() != nil {
+			return n, err
 		}
-		if !retryable(r.ctx, err) || attempt+1 >= r.s.retries {
+		if m > 0 {
+			attempt = -1
+			continue
+		}
+		if attempt+1 >= r.s.retries {
 			return n, err
 		}
 		if err := sleep(r.ctx, backoff(attempt)); err != nil {
@@ -64,14 +71,15 @@ func (r *s3Reader) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// get fills p from offset off with one ranged GET.
-func (r *s3Reader) get(p []byte, off int64) (int, error) {
+// get fills p from offset off with one ranged GET. cut reports a body that
+// ended early (the request itself succeeded).
+func (r *s3Reader) get(p []byte, off int64) (n int, cut bool, err error) {
 	var opts minio.GetObjectOptions
 	if err := opts.SetMatchETag(r.etag); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := opts.SetRange(off, off+int64(len(p))-1); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	core := minio.Core{Client: r.s.client}
 	body, info, h, err := core.GetObject(r.ctx, r.s.bucket, r.s.object(r.key), opts)
@@ -79,19 +87,19 @@ func (r *s3Reader) get(p []byte, off int64) (int, error) {
 		resp := minio.ToErrorResponse(err)
 		if resp.StatusCode == http.StatusPreconditionFailed || resp.StatusCode == http.StatusNotFound ||
 			resp.Code == minio.PreconditionFailed || resp.Code == minio.NoSuchKey {
-			return 0, &fs.PathError{Op: "read", Path: r.key, Err: ErrChanged}
+			return 0, false, &fs.PathError{Op: "read", Path: r.key, Err: ErrChanged}
 		}
-		return 0, &fs.PathError{Op: "read", Path: r.key, Err: err}
+		return 0, false, &fs.PathError{Op: "read", Path: r.key, Err: err}
 	}
 	defer body.Close()
 	if !r.sameVersion(info, h) {
-		return 0, &fs.PathError{Op: "read", Path: r.key, Err: ErrChanged}
+		return 0, false, &fs.PathError{Op: "read", Path: r.key, Err: ErrChanged}
 	}
-	n, err := io.ReadFull(body, p)
+	n, err = io.ReadFull(body, p)
 	if err != nil {
-		return n, &fs.PathError{Op: "read", Path: r.key, Err: fmt.Errorf("body: %w", err)}
+		return n, true, &fs.PathError{Op: "read", Path: r.key, Err: fmt.Errorf("body: %w", err)}
 	}
-	return n, nil
+	return n, false, nil
 }
 
 // sameVersion double-checks that a GET answered from the opened version.

@@ -26,6 +26,9 @@ const (
 	// 200, playing a server that does not enforce If-None-Match (the
 	// header itself cannot be dropped: it is signed).
 	IgnorePrecondition
+	// CutBody forwards the request and drops the connection halfway
+	// through the response body.
+	CutBody
 )
 
 // Proxy sits between a client and a real server and fails chosen requests,
@@ -83,6 +86,15 @@ func NewProxy(t testing.TB, target string) *Proxy {
 			}
 			w.WriteHeader(rec.Code)
 			w.Write(rec.Body.Bytes())
+		case CutBody:
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes()[:rec.Body.Len()/2])
+			panic(http.ErrAbortHandler) // closes the connection mid-body
 		case SlowDown:
 			s3Error(w, http.StatusServiceUnavailable, "SlowDown")
 		case InternalError:
