@@ -23,6 +23,7 @@ func newApp() *cli.App {
 		Version: version,
 		Commands: []*cli.Command{
 			streamCommand(),
+			reconcileCommand(),
 			windowsCommand(),
 			tablesCommand(),
 			compactCommand(),
