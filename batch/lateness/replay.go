@@ -45,6 +45,12 @@ type NewReplayer func(lateness int64, rule string) (Replayer, error)
 // least as much. Within a batch the order does not change what is dropped:
 // every row is judged by the watermark of the batch before.
 //
+// With a time range the replay sees only the rows in it, so it starts with
+// no watermark at the range's start, as a stream started there would.
+// The replay uses the engine's policy and idle timeout as cmd configures
+// it (default: min over sources, no idle timeout), with the batch's latest
+// arrival time as the engine's clock.
+//
 // Records carry no key: the engine's late decision reads only event time,
 // source and the watermark, and without keys its state is one slot per
 // open window.

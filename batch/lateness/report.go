@@ -285,7 +285,7 @@ func assemble(accs []*groupAcc, asked []time.Duration, budgets []int64, drops []
 }
 
 func percentiles(s *Sketch) Percentiles {
-	sec := func(v float64) float64 { return v / 1e6 }
+	sec := func(v float64) float64 { return math.Round(v) / 1e6 } // whole µs, as stored
 	return Percentiles{
 		Min:  sec(float64(s.Min())),
 		P50:  sec(s.Quantile(0.5)),
