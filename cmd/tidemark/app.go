@@ -24,6 +24,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			streamCommand(),
 			reconcileCommand(),
+			latenessCommand(),
 			windowsCommand(),
 			tablesCommand(),
 			compactCommand(),

@@ -21,18 +21,16 @@ func lakeFlags() []cli.Flag {
 	}
 }
 
-// openLake opens an existing lake, adopting the keys and windows it remembers.
-func openLake(c *cli.Context) (*lake.Lake, error) {
+// openLake opens an existing lake, adopting the keys and windows it
+// remembers. readOnly skips the S3 put-if-absent probe, so commands that
+// only read need no write access.
+func openLake(c *cli.Context, readOnly bool) (*lake.Lake, error) {
 	loc := c.String("lake")
-	st, err := store.Open(c.Context, loc, store.S3Config{Endpoint: c.String("s3-endpoint")})
+	st, err := store.Open(c.Context, loc, store.S3Config{Endpoint: c.String("s3-endpoint"), SkipProbe: readOnly})
 	if err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", loc, err)
 	}
-	lk, err := lake.Open(c.Context, st, lake.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("open lake %s: %w", loc, err)
-	}
-	return lk, nil
+	return lake.Open(c.Context, st, lake.Config{}) // its errors name the lake
 }
 
 // parseTime reads a --from/--to value: RFC 3339, or a date (midnight UTC).
@@ -83,7 +81,7 @@ func windowsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			lk, err := openLake(c)
+			lk, err := openLake(c, true)
 			if err != nil {
 				return err
 			}
@@ -144,7 +142,7 @@ func tablesCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			lk, err := openLake(c)
+			lk, err := openLake(c, true)
 			if err != nil {
 				return err
 			}
@@ -171,7 +169,7 @@ func compactCommand() *cli.Command {
 			&cli.Int64Flag{Name: "target-file-bytes", Value: 128 << 20, Usage: "files smaller than this are merged, up to about this size", EnvVars: env("target-file-bytes")},
 		),
 		Action: func(c *cli.Context) error {
-			lk, err := openLake(c)
+			lk, err := openLake(c, false)
 			if err != nil {
 				return err
 			}
@@ -211,7 +209,7 @@ func vacuumCommand() *cli.Command {
 			if c.Duration("retain") < 0 {
 				return fmt.Errorf("--retain must not be negative")
 			}
-			lk, err := openLake(c)
+			lk, err := openLake(c, false)
 			if err != nil {
 				return err
 			}

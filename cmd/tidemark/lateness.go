@@ -65,7 +65,7 @@ func runLateness(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--watermark-policy: %w", err)
 	}
-	lk, err := openLake(c)
+	lk, err := openLake(c, true)
 	if err != nil {
 		return err
 	}
