@@ -67,6 +67,7 @@ func (s *Server) start(t testing.TB, bin, addr string) error {
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	cmd.Stdout = &syncWriter{w: &logs}
 	cmd.Stderr = cmd.Stdout
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
