@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/uuid"
@@ -19,7 +22,7 @@ import (
 const (
 	rowGroupRows  = 128 << 10
 	rowGroupBytes = 64 << 20
-	chunkRows     = 4096 // rows buffered per column before handing them to parquet-go
+	chunkRows     = 16 << 10 // rows buffered per column before handing them to parquet-go
 	dictMaxBytes  = 1 << 20
 )
 
@@ -36,11 +39,28 @@ func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
 	}
 }
 
+// colBuf buffers one column's values of the current chunk, typed, until
+// they are handed to parquet-go in bulk. Only the slice for the column's
+// kind is used; null is kept for OPTIONAL columns only.
+type colBuf struct {
+	ints   []int64
+	floats []float64
+	bools  []bool
+	bytes  [][]byte
+	null   []bool
+	vals   []parquet.Value // scratch for the hand-over
+	n      int             // values set in this chunk
+}
+
 // fileWriter writes one Parquet data file of a table, columnar underneath
 // and without reflection: callers set each column of a row with the typed
-// methods (in any order), then call endRow. It keeps the Delta stats as it
-// goes. The file is written to a temp file outside the lake and stored with
-// store.Put by finish.
+// methods (in any order), then call endRow. Values are buffered per column
+// in typed slices and handed to parquet-go a chunk at a time, one goroutine
+// per column (bounded by GOMAXPROCS), which is also where the pages are
+// encoded and compressed; each column's bytes depend only on its values, so
+// the file is the same whatever the scheduling. It keeps the Delta stats as
+// it goes. The file is written to a temp file outside the lake and stored
+// with store.Put by finish.
 type fileWriter struct {
 	t      *table
 	tmp    *os.File
@@ -49,9 +69,11 @@ type fileWriter struct {
 	cw     []*parquet.ColumnWriter // by table column index
 	leaf   []int
 	def    []int // max definition level: 1 for OPTIONAL columns
-	vals   [][]parquet.Value
+	cols   []colBuf
+	order  []int // column indexes, heaviest (byte columns) first
 	stats  []colStats
 	rows   int64
+	chunk  int // rows in the current chunk
 	rgRows int
 	rgSize int64
 }
@@ -69,7 +91,7 @@ func newFileWriter(t *table) (*fileWriter, error) {
 	w.cw = make([]*parquet.ColumnWriter, n)
 	w.leaf = make([]int, n)
 	w.def = make([]int, n)
-	w.vals = make([][]parquet.Value, n)
+	w.cols = make([]colBuf, n)
 	w.stats = make([]colStats, n)
 	for i, c := range t.cols {
 		lc, ok := sch.Lookup(c.name)
@@ -80,32 +102,63 @@ func newFileWriter(t *table) (*fileWriter, error) {
 		w.leaf[i] = lc.ColumnIndex
 		w.def[i] = lc.MaxDefinitionLevel
 		w.cw[i] = all[lc.ColumnIndex]
-		w.vals[i] = make([]parquet.Value, 0, chunkRows)
 		w.stats[i].kind = c.kind
+		b := &w.cols[i]
+		switch c.kind {
+		case kindTimestamp, kindLong:
+			b.ints = make([]int64, 0, chunkRows)
+		case kindDouble:
+			b.floats = make([]float64, 0, chunkRows)
+		case kindBool:
+			b.bools = make([]bool, 0, chunkRows)
+		default:
+			b.bytes = make([][]byte, 0, chunkRows)
+		}
+		if c.optional {
+			b.null = make([]bool, 0, chunkRows)
+		}
+		if c.kind == kindBinary || c.kind == kindString {
+			w.order = append(w.order, i)
+		}
+	}
+	for i, c := range t.cols {
+		if c.kind != kindBinary && c.kind != kindString {
+			w.order = append(w.order, i)
+		}
 	}
 	return w, nil
 }
 
+func (w *fileWriter) set(c int, null bool) {
+	b := &w.cols[c]
+	b.n++
+	if w.def[c] > 0 {
+		b.null = append(b.null, null)
+	} else if null {
+		b.null = append(b.null, true) // reported by flushChunk: REQUIRED column
+	}
+}
+
 func (w *fileWriter) long(c int, v int64) {
-	w.vals[c] = append(w.vals[c], parquet.Int64Value(v).Level(0, w.def[c], w.leaf[c]))
-	w.stats[c].addInt(v)
+	w.cols[c].ints = append(w.cols[c].ints, v)
+	w.set(c, false)
 }
 
 func (w *fileWriter) double(c int, v float64) {
-	w.vals[c] = append(w.vals[c], parquet.DoubleValue(v).Level(0, w.def[c], w.leaf[c]))
-	w.stats[c].addFloat(v)
+	w.cols[c].floats = append(w.cols[c].floats, v)
+	w.set(c, false)
 }
 
 func (w *fileWriter) boolean(c int, v bool) {
-	w.vals[c] = append(w.vals[c], parquet.BooleanValue(v).Level(0, w.def[c], w.leaf[c]))
-	w.stats[c].addBool(v)
+	w.cols[c].bools = append(w.cols[c].bools, v)
+	w.set(c, false)
 }
 
 // bytes stores b without copying it until the chunk is handed to parquet-go
 // (which copies), so b must stay unchanged until flushChunk or finish.
 func (w *fileWriter) bytes(c int, b []byte) {
-	w.vals[c] = append(w.vals[c], parquet.ByteArrayValue(b).Level(0, w.def[c], w.leaf[c]))
-	w.stats[c].addBytes(b)
+	w.cols[c].bytes = append(w.cols[c].bytes, b)
+	w.set(c, false)
 	w.rgSize += int64(len(b))
 }
 
@@ -115,40 +168,179 @@ func (w *fileWriter) str(c int, s string) {
 }
 
 func (w *fileWriter) null(c int) {
-	w.vals[c] = append(w.vals[c], parquet.NullValue().Level(0, 0, w.leaf[c]))
-	w.stats[c].nulls++
+	b := &w.cols[c]
+	switch w.t.cols[c].kind {
+	case kindTimestamp, kindLong:
+		b.ints = append(b.ints, 0)
+	case kindDouble:
+		b.floats = append(b.floats, 0)
+	case kindBool:
+		b.bools = append(b.bools, false)
+	default:
+		b.bytes = append(b.bytes, nil)
+	}
+	w.set(c, true)
 }
 
 // endRow completes a row; every column must have been set exactly once.
 func (w *fileWriter) endRow() error {
 	w.rows++
 	w.rgRows++
-	if len(w.vals[0]) >= chunkRows {
+	w.chunk++
+	if w.chunk >= chunkRows {
 		return w.flushChunk()
 	}
 	return nil
 }
 
-func (w *fileWriter) flushChunk() error {
-	for i, v := range w.vals {
-		if len(v) != len(w.vals[0]) {
-			return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, len(v), len(w.vals[0]))
+// flushChunk hands the buffered values to parquet-go (which copies them),
+// so the bytes passed to the writer may change afterwards.
+func (w *fileWriter) flushChunk() error { return w.flush(false) }
+
+// flush hands the buffered values to parquet-go, column by column in
+// parallel, and ends the row group when it is full or last is set.
+func (w *fileWriter) flush(last bool) error {
+	for i := range w.cols {
+		b := &w.cols[i]
+		if b.n != w.chunk {
+			return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, b.n, w.chunk)
+		}
+		if w.def[i] == 0 && len(b.null) > 0 {
+			return fmt.Errorf("lake: %s column %s is required but got a null", w.t.name, w.t.cols[i].name)
 		}
 	}
-	for i, v := range w.vals {
-		if len(v) == 0 {
-			continue
+	endGroup := last || w.rgRows >= rowGroupRows || w.rgSize+int64(w.rgRows)*8*int64(len(w.t.cols)) >= rowGroupBytes
+	if w.chunk > 0 {
+		err := w.eachColumn(func(i int) error {
+			if err := w.writeColumn(i); err != nil {
+				return err
+			}
+			if endGroup {
+				// Encode and compress the column's last page here, in
+				// parallel, rather than serially in Writer.Flush.
+				return w.cw[i].Flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if _, err := w.cw[i].WriteRowValues(v); err != nil {
-			return fmt.Errorf("write column %s: %w", w.t.cols[i].name, err)
-		}
-		w.vals[i] = v[:0]
+		w.chunk = 0
 	}
-	if w.rgRows >= rowGroupRows || w.rgSize+int64(w.rgRows)*8*int64(len(w.t.cols)) >= rowGroupBytes {
+	if endGroup {
 		if err := w.pw.Flush(); err != nil {
 			return fmt.Errorf("flush row group: %w", err)
 		}
 		w.rgRows, w.rgSize = 0, 0
+	}
+	return nil
+}
+
+// eachColumn runs fn for every column on up to GOMAXPROCS goroutines and
+// returns the first error.
+func (w *fileWriter) eachColumn(fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), len(w.order))
+	errs := make([]error, len(w.order))
+	var next atomic.Int64
+	run := func() {
+		for {
+			k := int(next.Add(1)) - 1
+			if k >= len(w.order) {
+				return
+			}
+			errs[k] = fn(w.order[k])
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(run)
+	}
+	run()
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeColumn turns column i's buffered chunk into parquet values, keeps
+// its stats and writes it to the column writer. Values are built in place
+// with the inlinable setters: Value.Level copies the value twice and was
+// the writer's largest cost.
+func (w *fileWriter) writeColumn(i int) error {
+	b := &w.cols[i]
+	st := &w.stats[i]
+	def, leaf := w.def[i], w.leaf[i]
+	opt := def > 0
+	if cap(b.vals) < b.n {
+		b.vals = make([]parquet.Value, b.n, max(b.n, chunkRows))
+	}
+	vals := b.vals[:b.n]
+	nullValue := parquet.NullValue().Level(0, 0, leaf)
+	switch w.t.cols[i].kind {
+	case kindTimestamp, kindLong:
+		for j, v := range b.ints {
+			if opt && b.null[j] {
+				vals[j] = nullValue
+				st.nulls++
+				continue
+			}
+			vals[j] = parquet.Int64Value(v)
+			vals[j].SetDefinitionLevel(def)
+			vals[j].SetColumnIndex(leaf)
+			st.addInt(v)
+		}
+	case kindDouble:
+		for j, v := range b.floats {
+			if opt && b.null[j] {
+				vals[j] = nullValue
+				st.nulls++
+				continue
+			}
+			vals[j] = parquet.DoubleValue(v)
+			vals[j].SetDefinitionLevel(def)
+			vals[j].SetColumnIndex(leaf)
+			st.addFloat(v)
+		}
+	case kindBool:
+		for j, v := range b.bools {
+			if opt && b.null[j] {
+				vals[j] = nullValue
+				st.nulls++
+				continue
+			}
+			vals[j] = parquet.BooleanValue(v)
+			vals[j].SetDefinitionLevel(def)
+			vals[j].SetColumnIndex(leaf)
+		}
+	default:
+		var prev []byte
+		seen := false
+		for j, v := range b.bytes {
+			if opt && b.null[j] {
+				vals[j] = nullValue
+				st.nulls++
+				continue
+			}
+			vals[j] = parquet.ByteArrayValue(v)
+			vals[j].SetDefinitionLevel(def)
+			vals[j].SetColumnIndex(leaf)
+			// Repeated strings (source, file, status) share their bytes:
+			// skip the stats comparison for the same value again.
+			if !seen || len(v) != len(prev) || unsafe.SliceData(v) != unsafe.SliceData(prev) {
+				st.addBytes(v)
+				prev, seen = v, true
+			}
+		}
+	}
+	_, err := w.cw[i].WriteRowValues(vals)
+	clear(b.bytes) // drop references to the callers' bytes
+	clear(vals)
+	b.ints, b.floats, b.bools, b.bytes, b.null, b.n = b.ints[:0], b.floats[:0], b.bools[:0], b.bytes[:0], b.null[:0], 0
+	if err != nil {
+		return fmt.Errorf("write column %s: %w", w.t.cols[i].name, err)
 	}
 	return nil
 }
@@ -165,7 +357,7 @@ type dataFile struct {
 // relative to the table root, "" for none) with a fresh name.
 func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (dataFile, error) {
 	defer w.abort()
-	if err := w.flushChunk(); err != nil {
+	if err := w.flush(true); err != nil {
 		return dataFile{}, err
 	}
 	err := w.pw.Close()
