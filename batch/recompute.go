@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 
 	"tidemark"
@@ -157,7 +156,7 @@ feed:
 		if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
 			return c
 		}
-		return strings.Compare(string(a.Key), string(b.Key))
+		return a.Key.Compare(b.Key)
 	})
 	return out, st, nil
 }

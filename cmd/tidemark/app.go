@@ -25,6 +25,7 @@ func newApp() *cli.App {
 			streamCommand(),
 			reconcileCommand(),
 			latenessCommand(),
+			recomputeCommand(),
 			windowsCommand(),
 			tablesCommand(),
 			compactCommand(),

@@ -1,0 +1,41 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+)
+
+// EventTimeRange returns the smallest and the largest event time in
+// raw_events (hi exclusive), from the files' Delta stats or, for a file
+// without stats, its event_date/event_hour partition. ok is false when the
+// table holds no rows.
+func (l *Lake) EventTimeRange(ctx context.Context) (lo, hi int64, ok bool, err error) {
+	h := l.tables[TableRawEvents]
+	snap, err := h.dt.Snapshot(ctx, -1)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("event time range: %w", err)
+	}
+	for i := range snap.Files {
+		a := &snap.Files[i]
+		flo, fhi, fok := fileTimeRange(a, ColEventTime)
+		if !fok {
+			d, hr := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]
+			if d == nil || hr == nil {
+				continue
+			}
+			start, sok := hourStart(*d, *hr)
+			if !sok {
+				continue
+			}
+			flo, fhi = start, start+usPerHour
+		}
+		if !ok || flo < lo {
+			lo = flo
+		}
+		if !ok || fhi > hi {
+			hi = fhi
+		}
+		ok = true
+	}
+	return lo, hi, ok, nil
+}
