@@ -26,10 +26,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT_MD="$ROOT/scripts/bench-results.md"
 TMP=""
 
-# LEAD: BATCH_CMD is a placeholder until tidemark's batch recompute command
-# exists. {LAKE} is replaced by the lake directory. Override from the
-# environment, e.g. BATCH_CMD='reconcile --lake {LAKE} --since 100000h --dry-run'.
-BATCH_CMD=${BATCH_CMD:-'recompute --lake {LAKE}'}
+# The batch side is `tidemark recompute` (exact windows from raw_events,
+# read-only), printing only counts so output formatting is not measured.
+BATCH_CMD=${BATCH_CMD:-'recompute --lake {LAKE} --format count'}
 # Flags shared by every tidemark stream run (the lake and source are added).
 STREAM_FLAGS=${STREAM_FLAGS:-'--window 1m --key page --value value --arrival-field arrival_time --lateness 10s --once --drain'}
 
