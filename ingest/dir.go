@@ -296,13 +296,13 @@ func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) (
 		}
 	}
 	arrival := d.cfg.Clock().UnixMicro()
-	a := arena{chunk: min(1<<20, max(4096, maxRecords*512))}
+	dst = slices.Grow(dst, d.expect(maxRecords))
 	n := 0
 	for d.cur < len(d.order) && n < maxRecords {
 		st := d.files[d.order[d.cur]]
 		var got int
 		var err error
-		dst, got, err = d.readFile(st, dst, maxRecords-n, arrival, &a)
+		dst, got, err = d.readFile(st, dst, maxRecords-n, arrival)
 		n += got
 		if err != nil {
 			return dst, err
@@ -317,8 +317,37 @@ func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) (
 	return dst, nil
 }
 
-// readFile appends up to max records of one file.
-func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, a *arena) ([]tidemark.Record, int, error) {
+// expect estimates how many records a Read of up to maxRecords returns,
+// from the unread bytes of the files at their last stat, so the batch is
+// allocated once instead of growing by copies (a Record is ~150 bytes). A
+// compressed file counts as maxRecords.
+func (d *Dir) expect(maxRecords int) int {
+	const minLine = 64 // bytes; shorter lines only cost a regrowth
+	var unread int64
+	for _, rel := range d.order[d.cur:] {
+		st := d.files[rel]
+		if st.pos.Done {
+			continue
+		}
+		if st.compressed {
+			return maxRecords
+		}
+		size := st.size
+		if st.limit >= 0 {
+			size = st.limit
+		}
+		unread += max(0, size-st.pos.Offset)
+		if unread/minLine >= int64(maxRecords) {
+			return maxRecords
+		}
+	}
+	return int(unread / minLine)
+}
+
+// readFile appends up to max records of one file. Payloads point into the
+// line reader's buffers, which are never overwritten (stable), so they are
+// not copied.
+func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64) ([]tidemark.Record, int, error) {
 	if st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed {
 		return dst, 0, nil
 	}
@@ -363,7 +392,7 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 			continue
 		}
 		// Decode in place: a local Record passed to an interface method would escape.
-		dst = append(dst, tidemark.Record{Source: d.name, File: st.pos.Path, Offset: off, Payload: a.copy(payload), Arrival: arrival})
+		dst = append(dst, tidemark.Record{Source: d.name, File: st.pos.Path, Offset: off, Payload: payload, Arrival: arrival})
 		rec := &dst[len(dst)-1]
 		if length > int64(d.cfg.MaxLineBytes) {
 			rec.Reason = tidemark.ReasonLineTooLong
@@ -453,6 +482,11 @@ func (d *Dir) openReader(st *fileState) error {
 	}
 	final := st.compressed || d.cfg.Once
 	st.r = newLineReader(src, st.pos.Offset, final, d.cfg.Format, d.cfg.MaxLineBytes)
+	st.r.stable = true
+	st.r.size = 256 << 10 // tailing: files are reopened as they grow
+	if d.cfg.Once {
+		st.r.size = 1 << 20
+	}
 	if d.cfg.Format == FormatCSV && st.dec == nil && st.pos.Header != nil {
 		return d.csvDecoder(st)
 	}

@@ -15,6 +15,12 @@ type lineReader struct {
 	final bool // the stream is finished: its end also ends the last record
 	split splitter
 	max   int // MaxLineBytes
+	// stable makes returned records stay valid for good, so callers need
+	// not copy them: the buffer is never compacted or overwritten, and a
+	// full one is replaced by a new one that starts with the unreturned
+	// tail. size is the buffer size (0: initialBuffer).
+	stable bool
+	size   int
 
 	buf        []byte
 	start, end int   // unreturned bytes are buf[start:end]
@@ -40,7 +46,8 @@ func newLineReader(src io.Reader, off int64, final bool, format string, max int)
 }
 
 // next returns the next record: its bytes (truncated to max for a line
-// over the limit; valid only until the next call), its offset and its full
+// over the limit; valid only until the next call unless stable, and capped
+// so appending to them cannot overwrite what follows), its offset and its full
 // length without the newline. ok is false when no complete record is
 // available now; then done reports whether a finished stream is exhausted.
 func (r *lineReader) next() (payload []byte, off, length int64, ok bool, err error) {
@@ -98,9 +105,9 @@ func (r *lineReader) cut(n, consume int) ([]byte, int64, int64, bool, error) {
 		return l.prefix, l.off, l.n + int64(n), true, nil
 	}
 	if len(rec) > r.max {
-		return rec[:r.max], off, int64(len(rec)), true, nil
+		return rec[:r.max:r.max], off, int64(len(rec)), true, nil
 	}
-	return rec, off, int64(len(rec)), true, nil
+	return rec[:n:n], off, int64(len(rec)), true, nil
 }
 
 func (r *lineReader) advance(n int) {
@@ -111,14 +118,25 @@ func (r *lineReader) advance(n int) {
 // fill reads more bytes after the unreturned ones, compacting or growing
 // the buffer first.
 func (r *lineReader) fill() (int, error) {
-	if r.buf == nil {
-		r.buf = make([]byte, initialBuffer)
+	size := r.size
+	if size <= 0 {
+		size = initialBuffer
 	}
-	if r.start > 0 {
+	if r.buf == nil {
+		r.buf = make([]byte, size)
+	}
+	if r.stable {
+		if r.end == len(r.buf) {
+			tail := r.end - r.start
+			nb := make([]byte, max(size, 2*tail))
+			r.end = copy(nb, r.buf[r.start:r.end])
+			r.buf, r.start = nb, 0
+		}
+	} else if r.start > 0 {
 		r.end = copy(r.buf, r.buf[r.start:r.end])
 		r.start = 0
 	}
-	if r.end == len(r.buf) {
+	if r.end == len(r.buf) { // only when !stable: a stable buffer has room by now
 		nb := make([]byte, 2*len(r.buf))
 		copy(nb, r.buf[:r.end])
 		r.buf = nb

@@ -100,3 +100,44 @@ func FuzzLineReader(f *testing.F) {
 		}
 	})
 }
+
+// TestLineReaderStable checks that a stable reader's records keep their
+// bytes after later reads, across buffer replacements, and that appending
+// to one cannot overwrite the next.
+func TestLineReaderStable(t *testing.T) {
+	var data bytes.Buffer
+	for i := range 500 {
+		fmt.Fprintf(&data, "{\"i\":%d,\"pad\":%q}\n", i, strings.Repeat("x", i%37))
+	}
+	for _, size := range []int{1, 7, 64, 1 << 10} {
+		r := newLineReader(iotest.HalfReader(bytes.NewReader(data.Bytes())), 0, true, FormatNDJSON, 1<<20)
+		r.stable, r.size = true, size
+		var got [][]byte
+		for {
+			p, _, _, ok, err := r.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				if r.done {
+					break
+				}
+				continue
+			}
+			if len(got) > 0 {
+				prev := got[len(got)-1]
+				_ = append(prev, '!') // must not reach p
+			}
+			got = append(got, p)
+		}
+		want := bytes.Split(bytes.TrimSuffix(data.Bytes(), []byte("\n")), []byte("\n"))
+		if len(got) != len(want) {
+			t.Fatalf("size %d: got %d records, want %d", size, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("size %d: record %d got %q, want %q", size, i, got[i], want[i])
+			}
+		}
+	}
+}
