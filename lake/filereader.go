@@ -7,28 +7,59 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 
 	"tidemark/lake/store"
 )
 
 // colData is one decoded column of a row group. Only the slice for the
-// column's kind is filled; null is nil when no value is null.
+// column's kind is filled; null is per row and meaningful only when hasNull.
+//
+// A string column whose every page is dictionary-encoded (with one
+// dictionary, as Parquet writes it) also has codes (per row, the dictionary
+// index; -1 for null) and dict (the dictionary's values), so readers can
+// decode each distinct value once.
 type colData struct {
 	ints   []int64   // timestamp, long
 	floats []float64 // double
 	bools  []bool    // boolean
-	bytes  [][]byte  // string, binary: views into arena
+	bytes  [][]byte  // string, binary: views into arena or dictArena
 	null   []bool    // per row; meaningful only when hasNull
 	arena  []byte
 
 	hasNull bool
+
+	codes     []int32
+	dict      [][]byte
+	dictOK    bool
+	dictArena []byte
+	offs      []int   // arena [start, end) per plain byte value, in row order
+	src       []int32 // scratch of chunkReader.src, kept for its capacity
+}
+
+// reserve makes room for n rows, so decoding appends without regrowing.
+func (c *colData) reserve(k kind, n int) {
+	c.null = slices.Grow(c.null, n)
+	switch k {
+	case kindTimestamp, kindLong:
+		c.ints = slices.Grow(c.ints, n)
+	case kindDouble:
+		c.floats = slices.Grow(c.floats, n)
+	case kindBool:
+		c.bools = slices.Grow(c.bools, n)
+	default:
+		c.bytes = slices.Grow(c.bytes, n)
+		c.src = slices.Grow(c.src[:0], n)
+	}
 }
 
 func (c *colData) reset() {
 	c.ints, c.floats, c.bools, c.bytes, c.null, c.arena = c.ints[:0], c.floats[:0], c.bools[:0], c.bytes[:0], c.null[:0], c.arena[:0]
 	c.hasNull = false
+	c.codes, c.dict, c.dictOK, c.dictArena, c.offs = c.codes[:0], c.dict[:0], false, c.dictArena[:0], c.offs[:0]
 }
 
 // isNull reports whether row i is null.
@@ -127,7 +158,8 @@ func (fr *fileReader) readRowGroup(rg int, cols []column, out []colData) (n int,
 		if buf == nil {
 			buf = make([]parquet.Value, 4096)
 		}
-		if err := readChunk(chunks[lc.ColumnIndex], c.kind, d, buf); err != nil {
+		d.reserve(c.kind, n)
+		if err := readChunk(chunks[lc.ColumnIndex], c.kind, lc.MaxDefinitionLevel, d, buf); err != nil {
 			return 0, fmt.Errorf("read %s column %s: %w: %v", fr.key, c.name, errCorrupt, err)
 		}
 		if got := rowsIn(d, c.kind); got != n {
@@ -181,11 +213,28 @@ func fillZero(d *colData, k kind, n int) {
 	}
 }
 
-func readChunk(chunk parquet.ColumnChunk, k kind, d *colData, buf []parquet.Value) error {
+// chunkReader decodes one column chunk into a colData, page by page, with
+// bulk copies of the typed page data (the per-value parquet.Value path is
+// kept only for pages of unexpected shapes).
+type chunkReader struct {
+	k       kind
+	maxDef  int
+	d       *colData
+	buf     []parquet.Value
+	dict     parquet.Dictionary // the dictionary d.dict was last decoded from
+	dictBase int32              // index in d.dict of that dictionary's first value
+	anyNull bool
+	// Per-row sources of byte values until the views are cut: >= 0 is an
+	// index into d.dict, -1 null, -2 the next pair of d.offs.
+	src []int32
+}
+
+func readChunk(chunk parquet.ColumnChunk, k kind, maxDef int, d *colData, buf []parquet.Value) error {
 	pages := chunk.Pages()
 	defer pages.Close()
-	anyNull := false
-	var offs []int // arena offsets for byte values, resolved after reading
+	cr := chunkReader{k: k, maxDef: maxDef, d: d, buf: buf, src: d.src[:0]}
+	defer func() { d.src = cr.src[:0] }()
+	d.dictOK = k == kindString || k == kindBinary
 	for {
 		page, err := pages.ReadPage()
 		if err == io.EOF {
@@ -194,61 +243,285 @@ func readChunk(chunk parquet.ColumnChunk, k kind, d *colData, buf []parquet.Valu
 		if err != nil {
 			return err
 		}
-		vr := page.Values()
-		for {
-			m, err := vr.ReadValues(buf)
-			for _, v := range buf[:m] {
-				null := v.IsNull()
-				anyNull = anyNull || null
-				d.null = append(d.null, null)
-				switch k {
-				case kindTimestamp, kindLong:
-					if null {
-						d.ints = append(d.ints, 0)
-					} else {
-						d.ints = append(d.ints, v.Int64())
-					}
-				case kindDouble:
-					if null {
-						d.floats = append(d.floats, math.NaN())
-					} else {
-						d.floats = append(d.floats, v.Double())
-					}
-				case kindBool:
-					d.bools = append(d.bools, !null && v.Boolean())
-				default:
-					offs = append(offs, len(d.arena))
-					if !null {
-						d.arena = append(d.arena, v.ByteArray()...)
-					}
+		err = cr.page(page)
+		parquet.Release(page)
+		if err != nil {
+			return err
+		}
+	}
+	d.hasNull = cr.anyNull
+	if k == kindString || k == kindBinary {
+		cr.cutViews()
+	}
+	return nil
+}
+
+func (cr *chunkReader) page(page parquet.Page) error {
+	if len(page.RepetitionLevels()) > 0 {
+		return errors.New("repeated values in a flat column")
+	}
+	n := int(page.NumValues())
+	defs := page.DefinitionLevels()
+	if defs != nil && len(defs) != n {
+		return fmt.Errorf("page has %d definition levels for %d values", len(defs), n)
+	}
+	nonNull := n
+	if defs != nil {
+		nonNull = 0
+		for _, l := range defs {
+			if int(l) == cr.maxDef {
+				nonNull++
+			}
+		}
+	}
+	data := page.Data()
+	dict := page.Dictionary()
+	ok := false
+	switch {
+	case dict != nil:
+		ok = cr.indexed(data, dict, defs, n, nonNull)
+	case cr.k == kindTimestamp || cr.k == kindLong:
+		if data.Kind() == encoding.Int64 {
+			ok = expand(&cr.d.ints, data.Int64(), defs, cr.maxDef, n, nonNull, 0)
+		}
+	case cr.k == kindDouble:
+		if data.Kind() == encoding.Double {
+			ok = expand(&cr.d.floats, data.Double(), defs, cr.maxDef, n, nonNull, math.NaN())
+		}
+	case cr.k == kindString || cr.k == kindBinary:
+		if data.Kind() == encoding.ByteArray {
+			ok = cr.plainBytes(data, defs, n, nonNull)
+		}
+	}
+	if !ok {
+		return cr.values(page)
+	}
+	d := cr.d
+	if defs == nil {
+		d.null = append(d.null, make([]bool, n)...)
+	} else {
+		for _, l := range defs {
+			null := int(l) != cr.maxDef
+			cr.anyNull = cr.anyNull || null
+			d.null = append(d.null, null)
+		}
+	}
+	return nil
+}
+
+// expand appends the page's non-null values to dst with zero at the null
+// rows; it reports false when the counts do not match (then nothing was
+// appended).
+func expand[T any](dst *[]T, vals []T, defs []byte, maxDef, n, nonNull int, zero T) bool {
+	if len(vals) != nonNull {
+		return false
+	}
+	if defs == nil {
+		*dst = append(*dst, vals...)
+		return true
+	}
+	j := 0
+	for _, l := range defs {
+		if int(l) == maxDef {
+			*dst = append(*dst, vals[j])
+			j++
+		} else {
+			*dst = append(*dst, zero)
+		}
+	}
+	return true
+}
+
+// indexed reads a dictionary-encoded page: the codes, resolved through the
+// dictionary decoded once per chunk.
+func (cr *chunkReader) indexed(data encoding.Values, dict parquet.Dictionary, defs []byte, n, nonNull int) bool {
+	if data.Kind() != encoding.Int32 {
+		return false
+	}
+	codes := data.Int32()
+	if len(codes) != nonNull {
+		return false
+	}
+	size := int32(dict.Len())
+	for _, c := range codes {
+		if c < 0 || c >= size {
+			return false
+		}
+	}
+	d := cr.d
+	dp := dict.Page()
+	dv := dp.Data()
+	switch cr.k {
+	case kindTimestamp, kindLong:
+		if dv.Kind() != encoding.Int64 || len(dv.Int64()) != int(size) {
+			return false
+		}
+		vals := dv.Int64()
+		return expandCodes(&d.ints, vals, codes, defs, cr.maxDef, 0)
+	case kindDouble:
+		if dv.Kind() != encoding.Double || len(dv.Double()) != int(size) {
+			return false
+		}
+		return expandCodes(&d.floats, dv.Double(), codes, defs, cr.maxDef, math.NaN())
+	case kindString, kindBinary:
+		if dv.Kind() != encoding.ByteArray {
+			return false
+		}
+		if cr.dict != dict {
+			if cr.dict != nil {
+				d.dictOK = false // a second dictionary: codes would be ambiguous
+			}
+			vals, offs := dv.ByteArray()
+			if len(offs) != int(size)+1 || offs[0] > offs[size] || int(offs[size]) > len(vals) {
+				return false
+			}
+			base := len(d.dict)
+			d.dictArena = append(d.dictArena[:0:0], vals[offs[0]:offs[size]]...) // never grown again: views stay valid
+			for i := range int(size) {
+				lo, hi := offs[i]-offs[0], offs[i+1]-offs[0]
+				if lo > hi || int(hi) > len(d.dictArena) {
+					return false
+				}
+				d.dict = append(d.dict, d.dictArena[lo:hi:hi])
+			}
+			cr.dict = dict
+			cr.dictBase = int32(base)
+		}
+		j := 0
+		for i := range n {
+			if defs != nil && int(defs[i]) != cr.maxDef {
+				cr.src = append(cr.src, -1)
+				continue
+			}
+			cr.src = append(cr.src, cr.dictBase+codes[j])
+			j++
+		}
+		return true
+	}
+	return false
+}
+
+func expandCodes[T any](dst *[]T, dict []T, codes []int32, defs []byte, maxDef int, zero T) bool {
+	j := 0
+	if defs == nil {
+		for _, c := range codes {
+			*dst = append(*dst, dict[c])
+		}
+		return true
+	}
+	for _, l := range defs {
+		if int(l) == maxDef {
+			*dst = append(*dst, dict[codes[j]])
+			j++
+		} else {
+			*dst = append(*dst, zero)
+		}
+	}
+	return true
+}
+
+// plainBytes reads a page of byte values into the arena.
+func (cr *chunkReader) plainBytes(data encoding.Values, defs []byte, n, nonNull int) bool {
+	vals, offs := data.ByteArray()
+	if len(offs) != nonNull+1 {
+		return false
+	}
+	d := cr.d
+	base := len(d.arena) - int(offs[0])
+	for i := range nonNull {
+		if offs[i] > offs[i+1] {
+			return false
+		}
+	}
+	if int(offs[nonNull]) > len(vals) {
+		return false
+	}
+	d.arena = append(d.arena, vals[offs[0]:offs[nonNull]]...)
+	d.dictOK = false
+	j := 0
+	for i := range n {
+		if defs != nil && int(defs[i]) != cr.maxDef {
+			cr.src = append(cr.src, -1)
+			continue
+		}
+		d.offs = append(d.offs, base+int(offs[j]), base+int(offs[j+1]))
+		cr.src = append(cr.src, -2)
+		j++
+	}
+	return true
+}
+
+// values is the generic path: one parquet.Value at a time.
+func (cr *chunkReader) values(page parquet.Page) error {
+	d := cr.d
+	if cr.k == kindString || cr.k == kindBinary {
+		d.dictOK = false
+	}
+	vr := page.Values()
+	for {
+		m, err := vr.ReadValues(cr.buf)
+		for _, v := range cr.buf[:m] {
+			null := v.IsNull()
+			cr.anyNull = cr.anyNull || null
+			d.null = append(d.null, null)
+			switch cr.k {
+			case kindTimestamp, kindLong:
+				if null {
+					d.ints = append(d.ints, 0)
+				} else {
+					d.ints = append(d.ints, v.Int64())
+				}
+			case kindDouble:
+				if null {
+					d.floats = append(d.floats, math.NaN())
+				} else {
+					d.floats = append(d.floats, v.Double())
+				}
+			case kindBool:
+				d.bools = append(d.bools, !null && v.Boolean())
+			default:
+				if null {
+					cr.src = append(cr.src, -1)
+				} else {
+					start := len(d.arena)
+					d.arena = append(d.arena, v.ByteArray()...)
+					d.offs = append(d.offs, start, len(d.arena))
+					cr.src = append(cr.src, -2)
 				}
 			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				parquet.Release(page)
-				return err
-			}
-			if m == 0 {
-				parquet.Release(page)
-				return errors.New("page reader made no progress")
-			}
 		}
-		parquet.Release(page)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if m == 0 {
+			return errors.New("page reader made no progress")
+		}
 	}
-	// Byte views are cut only now: the arena may have moved while growing.
-	for i, off := range offs {
-		end := len(d.arena)
-		if i+1 < len(offs) {
-			end = offs[i+1]
-		}
-		if d.null[i] {
+}
+
+// cutViews makes the byte views, now that the arena no longer moves, and
+// the dictionary codes when every row came from the one dictionary.
+func (cr *chunkReader) cutViews() {
+	d := cr.d
+	j := 0
+	for _, src := range cr.src {
+		switch {
+		case src >= 0:
+			d.bytes = append(d.bytes, d.dict[src])
+		case src == -1:
 			d.bytes = append(d.bytes, nil)
-		} else {
-			d.bytes = append(d.bytes, d.arena[off:end:end])
+		default:
+			lo, hi := d.offs[j], d.offs[j+1]
+			d.bytes = append(d.bytes, d.arena[lo:hi:hi])
+			j += 2
 		}
 	}
-	d.hasNull = anyNull
-	return nil
+	if d.dictOK && cr.dict != nil {
+		d.codes = append(d.codes[:0], cr.src...) // -1 marks null
+	} else {
+		d.dictOK = false
+	}
 }
