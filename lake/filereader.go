@@ -217,13 +217,13 @@ func fillZero(d *colData, k kind, n int) {
 // bulk copies of the typed page data (the per-value parquet.Value path is
 // kept only for pages of unexpected shapes).
 type chunkReader struct {
-	k       kind
-	maxDef  int
-	d       *colData
-	buf     []parquet.Value
+	k        kind
+	maxDef   int
+	d        *colData
+	buf      []parquet.Value
 	dict     parquet.Dictionary // the dictionary d.dict was last decoded from
 	dictBase int32              // index in d.dict of that dictionary's first value
-	anyNull bool
+	anyNull  bool
 	// Per-row sources of byte values until the views are cut: >= 0 is an
 	// index into d.dict, -1 null, -2 the next pair of d.offs.
 	src []int32
