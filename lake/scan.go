@@ -137,6 +137,13 @@ type rawScanner struct {
 	strs   map[string]string       // interned source/file names
 	kb     []byte
 	sel    []int
+	// own keeps the batch's own buffers, which fill reuses when it copies
+	// (it hands colData slices over when every row is selected).
+	own           RawBatch
+	boolScratch   []bool
+	statusScratch []bool
+	strScratch    []string
+	keyScratch    []tidemark.Key
 }
 
 func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
@@ -231,12 +238,22 @@ func (s *rawScanner) scanFile(ctx context.Context, key string, fn func(RawBatch)
 }
 
 // fill selects the rows passing the filters and copies the wanted columns
-// into the batch.
+// into the batch. When every row passes, fixed-width columns are handed
+// over without a copy; string columns read through their dictionary
+// decode each distinct value once.
 func (s *rawScanner) fill(n int) {
 	et := &s.data[s.idx[ColEventTime]]
 	var st *colData
+	var stOK []bool // by dictionary code: the status matches q.Status
 	if s.q.Status != "" {
 		st = &s.data[s.idx[ColStatus]]
+		if st.dictOK {
+			stOK = s.boolScratch[:0]
+			for _, v := range st.dict {
+				stOK = append(stOK, string(v) == s.q.Status)
+			}
+			s.boolScratch = stOK
+		}
 	}
 	s.sel = s.sel[:0]
 	for i := range n {
@@ -244,11 +261,18 @@ func (s *rawScanner) fill(n int) {
 		if t < s.q.From || t >= s.q.To {
 			continue
 		}
-		if st != nil && string(st.bytes[i]) != s.q.Status {
-			continue
+		if st != nil {
+			if stOK != nil {
+				if c := st.codes[i]; c < 0 || !stOK[c] {
+					continue
+				}
+			} else if string(st.bytes[i]) != s.q.Status {
+				continue
+			}
 		}
 		s.sel = append(s.sel, i)
 	}
+	all := len(s.sel) == n
 	b := &s.batch
 	b.N = len(s.sel)
 	ints := func(want bool, name string, dst []int64) []int64 {
@@ -256,59 +280,82 @@ func (s *rawScanner) fill(n int) {
 			return nil
 		}
 		c := &s.data[s.idx[name]]
+		if all {
+			return c.ints[:n]
+		}
 		dst = dst[:0]
 		for _, i := range s.sel {
 			dst = append(dst, c.ints[i])
 		}
 		return dst
 	}
-	b.EventTime = ints(s.want[ColEventTime], ColEventTime, b.EventTime)
-	b.ArrivalTime = ints(s.want[ColArrivalTime], ColArrivalTime, b.ArrivalTime)
-	b.IngestTime = ints(s.want[ColIngestTime], ColIngestTime, b.IngestTime)
-	b.Disorder = ints(s.want[ColDisorder], ColDisorder, b.Disorder)
-	b.Offset = ints(s.want[ColOffset], ColOffset, b.Offset)
-	b.BatchID = ints(s.want[ColBatchID], ColBatchID, b.BatchID)
+	b.EventTime = ints(s.want[ColEventTime], ColEventTime, s.own.EventTime)
+	b.ArrivalTime = ints(s.want[ColArrivalTime], ColArrivalTime, s.own.ArrivalTime)
+	b.IngestTime = ints(s.want[ColIngestTime], ColIngestTime, s.own.IngestTime)
+	b.Disorder = ints(s.want[ColDisorder], ColDisorder, s.own.Disorder)
+	b.Offset = ints(s.want[ColOffset], ColOffset, s.own.Offset)
+	b.BatchID = ints(s.want[ColBatchID], ColBatchID, s.own.BatchID)
+	if !all {
+		// Keep the copies' buffers for the next chunk.
+		s.own.EventTime, s.own.ArrivalTime, s.own.IngestTime = b.EventTime, b.ArrivalTime, b.IngestTime
+		s.own.Disorder, s.own.Offset, s.own.BatchID = b.Disorder, b.Offset, b.BatchID
+	}
 	if s.want[ColValue] {
-		b.Value, b.HasValue = b.Value[:0], b.HasValue[:0]
+		b.Value, b.HasValue = s.own.Value[:0], s.own.HasValue[:0]
 		if i, ok := s.idx[ColValue]; ok {
 			c := &s.data[i]
-			for _, r := range s.sel {
-				b.Value = append(b.Value, c.floats[r])
-				b.HasValue = append(b.HasValue, !c.isNull(r))
+			if all {
+				b.Value = c.floats[:n]
+			} else {
+				for _, r := range s.sel {
+					b.Value = append(b.Value, c.floats[r])
+				}
+				s.own.Value = b.Value
+			}
+			if c.hasNull {
+				for _, r := range s.sel {
+					b.HasValue = append(b.HasValue, !c.null[r])
+				}
+			} else {
+				for range s.sel {
+					b.HasValue = append(b.HasValue, true)
+				}
 			}
 		} else {
 			b.Value = append(b.Value, make([]float64, len(s.sel))...)
 			b.HasValue = append(b.HasValue, make([]bool, len(s.sel))...)
+			s.own.Value = b.Value
 		}
+		s.own.HasValue = b.HasValue
 	}
 	if s.want[ColStatus] {
 		c := &s.data[s.idx[ColStatus]]
 		b.Status = b.Status[:0]
-		for _, r := range s.sel {
-			st := tidemark.StatusOK
-			if string(c.bytes[r]) == "late" {
-				st = tidemark.StatusLate
+		if c.dictOK {
+			late := s.statusScratch[:0]
+			for _, v := range c.dict {
+				late = append(late, string(v) == "late")
 			}
-			b.Status = append(b.Status, st)
+			s.statusScratch = late
+			for _, r := range s.sel {
+				st := tidemark.StatusOK
+				if code := c.codes[r]; code >= 0 && late[code] {
+					st = tidemark.StatusLate
+				}
+				b.Status = append(b.Status, st)
+			}
+		} else {
+			for _, r := range s.sel {
+				st := tidemark.StatusOK
+				if string(c.bytes[r]) == "late" {
+					st = tidemark.StatusLate
+				}
+				b.Status = append(b.Status, st)
+			}
 		}
 	}
 	if s.want[ColKey] {
-		b.Key = b.Key[:0]
-		for _, r := range s.sel {
-			s.kb = s.kb[:0]
-			for _, k := range s.keyCol {
-				c := &s.data[k]
-				s.kb = appendKeyPartBytes(s.kb, c.bytes[r], c.isNull(r))
-			}
-			k, ok := s.keys[string(s.kb)]
-			if !ok {
-				k = tidemark.Key(s.kb)
-				if len(s.keys) < 1<<20 { // bound the intern table
-					s.keys[string(k)] = k
-				}
-			}
-			b.Key = append(b.Key, k)
-		}
+		s.fillKeys()
 	}
 	strs := func(want bool, name string, dst []string) []string {
 		if !want {
@@ -316,15 +363,23 @@ func (s *rawScanner) fill(n int) {
 		}
 		c := &s.data[s.idx[name]]
 		dst = dst[:0]
-		for _, r := range s.sel {
-			v, ok := s.strs[string(c.bytes[r])]
-			if !ok {
-				v = string(c.bytes[r])
-				if len(s.strs) < 1<<16 {
-					s.strs[v] = v
+		if c.dictOK {
+			byCode := s.strScratch[:0]
+			for _, v := range c.dict {
+				byCode = append(byCode, s.intern(v))
+			}
+			s.strScratch = byCode
+			for _, r := range s.sel {
+				if code := c.codes[r]; code >= 0 {
+					dst = append(dst, byCode[code])
+				} else {
+					dst = append(dst, "")
 				}
 			}
-			dst = append(dst, v)
+			return dst
+		}
+		for _, r := range s.sel {
+			dst = append(dst, s.intern(c.bytes[r]))
 		}
 		return dst
 	}
@@ -332,10 +387,74 @@ func (s *rawScanner) fill(n int) {
 	b.File = strs(s.want[ColFile], ColFile, b.File)
 	if s.want[ColPayload] {
 		c := &s.data[s.idx[ColPayload]]
-		b.Payload = b.Payload[:0]
-		for _, r := range s.sel {
-			b.Payload = append(b.Payload, c.bytes[r])
+		if all {
+			b.Payload = c.bytes[:n]
+		} else {
+			b.Payload = s.own.Payload[:0]
+			for _, r := range s.sel {
+				b.Payload = append(b.Payload, c.bytes[r])
+			}
+			s.own.Payload = b.Payload
 		}
+	}
+}
+
+// intern returns v as a string shared by all equal values of the scan (up
+// to a bound).
+func (s *rawScanner) intern(v []byte) string {
+	if str, ok := s.strs[string(v)]; ok {
+		return str
+	}
+	str := string(v)
+	if len(s.strs) < 1<<16 {
+		s.strs[str] = str
+	}
+	return str
+}
+
+// internKey returns the Key encoded in s.kb, interned (up to a bound).
+func (s *rawScanner) internKey() tidemark.Key {
+	if k, ok := s.keys[string(s.kb)]; ok {
+		return k
+	}
+	k := tidemark.Key(s.kb)
+	if len(s.keys) < 1<<20 {
+		s.keys[string(k)] = k
+	}
+	return k
+}
+
+// fillKeys sets b.Key for the selected rows. With one key column read
+// through its dictionary, each distinct key is built once per chunk.
+func (s *rawScanner) fillKeys() {
+	b := &s.batch
+	b.Key = b.Key[:0]
+	if len(s.keyCol) == 1 && s.data[s.keyCol[0]].dictOK {
+		c := &s.data[s.keyCol[0]]
+		byCode := s.keyScratch[:0]
+		for _, v := range c.dict {
+			s.kb = appendKeyPartBytes(s.kb[:0], v, false)
+			byCode = append(byCode, s.internKey())
+		}
+		s.keyScratch = byCode
+		s.kb = appendKeyPartBytes(s.kb[:0], nil, true)
+		null := s.internKey()
+		for _, r := range s.sel {
+			if code := c.codes[r]; code >= 0 {
+				b.Key = append(b.Key, byCode[code])
+			} else {
+				b.Key = append(b.Key, null)
+			}
+		}
+		return
+	}
+	for _, r := range s.sel {
+		s.kb = s.kb[:0]
+		for _, k := range s.keyCol {
+			c := &s.data[k]
+			s.kb = appendKeyPartBytes(s.kb, c.bytes[r], c.isNull(r))
+		}
+		b.Key = append(b.Key, s.internKey())
 	}
 }
 
