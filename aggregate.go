@@ -1,14 +1,26 @@
 package tidemark
 
+import "math"
+
 // Agg is the aggregate of one (window, key): count, and over the rows that
 // carry a value, sum, min and max. Values == 0 means sum/min/max are null.
+//
+// The sum is compensated (Neumaier's variant of Kahan summation): Comp holds
+// the low-order bits lost by Sum, and Total is the sum to report. The
+// stream adds rows in arrival order and the batch layer in file order, and
+// with compensation both land on the correctly rounded sum in all but
+// pathological cases, so the two layers agree on sums too.
 type Agg struct {
 	Count  int64
 	Values int64 // rows that contributed to Sum, Min and Max
 	Sum    float64
+	Comp   float64 // compensation: the error of Sum; 0 for aggregates read back from the lake
 	Min    float64
 	Max    float64
 }
+
+// Total returns the compensated sum.
+func (a *Agg) Total() float64 { return a.Sum + a.Comp }
 
 // Add folds one row into the aggregate.
 func (a *Agg) Add(v float64, hasValue bool) {
@@ -23,7 +35,18 @@ func (a *Agg) Add(v float64, hasValue bool) {
 		a.Max = v
 	}
 	a.Values++
-	a.Sum += v
+	a.addSum(v)
+}
+
+// addSum is one Neumaier step: Sum+Comp gains v with its rounding error kept.
+func (a *Agg) addSum(v float64) {
+	t := a.Sum + v
+	if math.Abs(a.Sum) >= math.Abs(v) {
+		a.Comp += (a.Sum - t) + v
+	} else {
+		a.Comp += (v - t) + a.Sum
+	}
+	a.Sum = t
 }
 
 // Merge folds another aggregate into a.
@@ -39,7 +62,8 @@ func (a *Agg) Merge(b Agg) {
 		a.Max = b.Max
 	}
 	a.Values += b.Values
-	a.Sum += b.Sum
+	a.addSum(b.Sum)
+	a.Comp += b.Comp
 }
 
 // Result is one window's aggregate for one key, as emitted and stored.

@@ -98,7 +98,7 @@ func rowText(rows []batch.Row) string {
 	var b strings.Builder
 	for _, r := range rows {
 		// Sums are rounded: addition order differs between the two.
-		fmt.Fprintf(&b, "%s %s n=%d vals=%d sum=%.6f min=%g max=%g late=%d\n", r.Window, r.Key, r.Agg.Count, r.Agg.Values, r.Agg.Sum, r.Agg.Min, r.Agg.Max, r.Late)
+		fmt.Fprintf(&b, "%s %s n=%d vals=%d sum=%.6f min=%g max=%g late=%d\n", r.Window, r.Key, r.Agg.Count, r.Agg.Values, r.Agg.Total(), r.Agg.Min, r.Agg.Max, r.Late)
 	}
 	return b.String()
 }

@@ -212,8 +212,8 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 			w.null(t.col("old_count"))
 		}
 		w.long(t.col("new_count"), r.New.Count)
-		optF(t.col("old_sum"), old.Sum, old.Values > 0)
-		optF(t.col("new_sum"), r.New.Sum, r.New.Values > 0)
+		optF(t.col("old_sum"), old.Total(), old.Values > 0)
+		optF(t.col("new_sum"), r.New.Total(), r.New.Values > 0)
 		optF(t.col("old_min"), old.Min, old.Values > 0)
 		optF(t.col("new_min"), r.New.Min, r.New.Values > 0)
 		optF(t.col("old_max"), old.Max, old.Values > 0)

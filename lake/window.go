@@ -81,7 +81,7 @@ func (l *Lake) writeWindowRows(ctx context.Context, rows []WindowRow, date strin
 		forEachKeyPart(r.Key, nk, setKey)
 		w.long(cCount, r.Agg.Count)
 		if r.Agg.Values > 0 {
-			w.double(cSum, r.Agg.Sum)
+			w.double(cSum, r.Agg.Total())
 			w.double(cMin, r.Agg.Min)
 			w.double(cMax, r.Agg.Max)
 		} else {

@@ -146,7 +146,7 @@ func aggEqual(a, b tidemark.Agg) bool {
 	if a.Count != b.Count || (a.Values > 0) != (b.Values > 0) {
 		return false
 	}
-	return a.Values == 0 || (a.Min == b.Min && a.Max == b.Max && math.Abs(a.Sum-b.Sum) <= 1e-9*math.Max(1, math.Abs(b.Sum)))
+	return a.Values == 0 || (a.Min == b.Min && a.Max == b.Max && math.Abs(a.Total()-b.Total()) <= 1e-9*math.Max(1, math.Abs(b.Total())))
 }
 
 func reportLine(r *reconcile.Report) string {

@@ -62,7 +62,7 @@ func windowsText(t *testing.T, tl *testLake) string {
 	for _, r := range rows {
 		b.WriteString(r.Window.String() + " " + r.Key.String() + " " + r.Origin + " ")
 		b.WriteString(strings.TrimSpace(strings.ReplaceAll(
-			strings.Join([]string{itoa(r.Agg.Count), ftoa(r.Agg.Sum), ftoa(r.Agg.Min), ftoa(r.Agg.Max), "rev", itoa(r.Revision)}, " "), "  ", " ")))
+			strings.Join([]string{itoa(r.Agg.Count), ftoa(r.Agg.Total()), ftoa(r.Agg.Min), ftoa(r.Agg.Max), "rev", itoa(r.Revision)}, " "), "  ", " ")))
 		b.WriteString("\n")
 	}
 	return b.String()

@@ -253,14 +253,15 @@ func sameAgg(a, b tidemark.Agg) bool {
 	}
 	// Scale by the magnitudes involved: a sum that cancels to ~0 still
 	// carries the rounding error of its largest terms.
-	scale := max(math.Abs(a.Sum), math.Abs(b.Sum), math.Abs(a.Min), math.Abs(a.Max))
-	return math.Abs(a.Sum-b.Sum) <= SumTolerance*scale
+	sa, sb := a.Total(), b.Total()
+	scale := max(math.Abs(sa), math.Abs(sb), math.Abs(a.Min), math.Abs(a.Max))
+	return math.Abs(sa-sb) <= SumTolerance*scale
 }
 
 func (r *run) noteDelta(b *batch.Row, old *lake.WindowRow) {
 	d := Delta{Window: b.Window, Key: b.Key, Field: "count", Old: float64(old.Agg.Count), New: float64(b.Agg.Count)}
 	if r.hasValue && b.Agg.Values > 0 && old.Agg.Values > 0 {
-		d.Field, d.Old, d.New = "sum", old.Agg.Sum, b.Agg.Sum
+		d.Field, d.Old, d.New = "sum", old.Agg.Total(), b.Agg.Total()
 	}
 	d.Abs = math.Abs(d.New - d.Old)
 	if d.Old != 0 {

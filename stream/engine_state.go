@@ -97,7 +97,7 @@ func (e *Engine) load(st *State) error {
 }
 
 // stateMagic starts every encoded State; the last byte is the format version.
-const stateMagic = "TMST\x01"
+const stateMagic = "TMST\x02"
 
 var errStateTruncated = errors.New("stream: state truncated or malformed")
 
@@ -125,6 +125,7 @@ func (s *State) MarshalBinary() ([]byte, error) {
 		b = binary.AppendVarint(b, r.Agg.Count)
 		b = binary.AppendVarint(b, r.Agg.Values)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Comp))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
 	}
@@ -170,6 +171,7 @@ func (s *State) UnmarshalBinary(data []byte) error {
 		r.Agg.Count = d.varint()
 		r.Agg.Values = d.varint()
 		r.Agg.Sum = math.Float64frombits(d.uint64())
+		r.Agg.Comp = math.Float64frombits(d.uint64())
 		r.Agg.Min = math.Float64frombits(d.uint64())
 		r.Agg.Max = math.Float64frombits(d.uint64())
 		st.Open = append(st.Open, r)

@@ -108,7 +108,7 @@ func printResults(w io.Writer, keys []string, withValue bool, results []tidemark
 			for _, f := range []struct {
 				name string
 				v    float64
-			}{{"sum", res.Agg.Sum}, {"min", res.Agg.Min}, {"max", res.Agg.Max}} {
+			}{{"sum", res.Agg.Total()}, {"min", res.Agg.Min}, {"max", res.Agg.Max}} {
 				buf = append(buf, `,"`...)
 				buf = append(buf, f.name...)
 				buf = append(buf, `":`...)

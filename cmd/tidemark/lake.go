@@ -113,7 +113,7 @@ func windowCells(r lake.WindowRow, nkeys int) []cell {
 		}
 	}
 	cells = append(cells, numCell(strconv.FormatInt(r.Agg.Count, 10)))
-	for _, v := range []float64{r.Agg.Sum, r.Agg.Min, r.Agg.Max} {
+	for _, v := range []float64{r.Agg.Total(), r.Agg.Min, r.Agg.Max} {
 		if r.Agg.Values == 0 {
 			cells = append(cells, nullCell())
 		} else {

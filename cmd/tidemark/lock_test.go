@@ -4,10 +4,30 @@ import (
 	"bytes"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// syncBuffer is a bytes.Buffer safe for a child process's writer goroutine
+// and the test reading it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // A second `tidemark stream` on the same checkpoint exits with a clear error
 // while the first runs; SIGTERM stops the first cleanly (exit 0).
@@ -16,8 +36,8 @@ func TestSecondStreamIsLockedOut(t *testing.T) {
 	args := []string{"stream", "--source", "testdata/example", "--window", "10m", "--lake", lakeDir}
 	first := exec.Command(binary, args...)
 	first.Dir = repoRoot(t)
-	var firstErr bytes.Buffer
-	first.Stderr = &firstErr
+	firstErr := &syncBuffer{}
+	first.Stderr = firstErr
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
