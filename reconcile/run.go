@@ -93,6 +93,20 @@ func (r *run) do(ctx context.Context, m *meter) error {
 	}
 
 	rfrom, rto, hasRange := r.cfg.rangeBounds(r.clock())
+	if hasRange {
+		// Only days that can hold windows of the lake's events: a wide
+		// --since on a young lake costs nothing.
+		lo, hi, ok, err := r.lk.EventTimeRange(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			hasRange = false
+		} else {
+			rfrom, rto = max(rfrom, satSub(lo, r.spec.Size)), min(rto, hi)
+			hasRange = rfrom < rto
+		}
+	}
 	days := map[int64]bool{}
 	for d := range late {
 		days[d] = true
