@@ -21,16 +21,14 @@ func reconcileCommand() *cli.Command {
 			"--since or --from/--to, every closed window in that range), recomputes them exactly from\n" +
 			"raw_events and upserts the ones that differ (origin=batch, revision+1), logging each in\n" +
 			"reconcile_log. Exit status: 0 done, 1 failed, 3 another run holds the lock.",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "lake", Value: "./tidemark-lake", Usage: "lake location: a directory or s3://bucket/prefix", EnvVars: env("lake")},
-			&cli.StringFlag{Name: "s3-endpoint", Usage: "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS)", EnvVars: append(env("s3-endpoint"), "AWS_ENDPOINT_URL")},
+		Flags: append(append(lakeFlags(),
 			&cli.DurationFlag{Name: "since", Usage: "also check every closed window that started in the last D, e.g. 72h", EnvVars: env("since")},
-			&cli.StringFlag{Name: "from", Usage: "also check every closed window starting at or after this time (RFC 3339 or YYYY-MM-DD, UTC); with --to"},
-			&cli.StringFlag{Name: "to", Usage: "... and before this time"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "report the corrections without writing anything"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "report format: text or json"},
+			&cli.StringFlag{Name: "from", Usage: "also check every closed window starting at or after this time (RFC 3339 or YYYY-MM-DD, UTC); with --to", EnvVars: env("from")},
+			&cli.StringFlag{Name: "to", Usage: "... and before this time", EnvVars: env("to")},
+			&cli.BoolFlag{Name: "dry-run", Usage: "report the corrections without writing anything", EnvVars: env("dry-run")},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "report format: text or json", EnvVars: env("format")},
 			&cli.DurationFlag{Name: "lock-ttl", Value: time.Hour, Usage: "a lock older than this is stale and taken over", EnvVars: env("lock-ttl")},
-		}, loggingFlags()...),
+		), loggingFlags()...),
 		Action: runReconcile,
 	}
 }
