@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/minio/minio-go/v7"
 
 	"tidemark/lake/store/storetest"
 )
@@ -70,4 +75,39 @@ func runEnv(t *testing.T, env []string, args ...string) (string, string, int) {
 		t.Fatalf("run %v: %v", args, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// A stream reads its events from an s3:// source (objects in key order) and
+// gives the same windows as the same files read from a local directory.
+func TestStreamFromS3Source(t *testing.T) {
+	srv := storetest.StartVersity(t)
+	bucket := srv.Bucket(t)
+	client := srv.Client(t)
+	dir := filepath.Join(repoRoot(t), "testdata", "example")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, err := client.FPutObject(context.Background(), bucket, "in/"+e.Name(), filepath.Join(dir, e.Name()), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey, "AWS_REGION=" + srv.Region}
+	args := func(source string) []string {
+		return []string{"stream", "--source", source, "--key", "page", "--value", "value", "--arrival-field", "arrival_time",
+			"--window", "10m", "--lateness", "5m", "--max-batch-rows", "10", "--once", "--drain", "--print",
+			"--lake", t.TempDir(), "--s3-endpoint", srv.Endpoint}
+	}
+	fromS3, stderr, code := runEnv(t, env, args("s3://"+bucket+"/in")...)
+	if code != 0 {
+		t.Fatalf("stream from S3: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "lines read 63 = ok 57 + late 3 + quarantined 3") {
+		t.Errorf("accounting: %s", stderr)
+	}
+	fromDir, _, code := run(t, args("testdata/example")...)
+	if code != 0 || fromS3 != fromDir || len(lines(fromS3)) != 17 {
+		t.Errorf("windows from S3:\n%s\nfrom the directory:\n%s", fromS3, fromDir)
+	}
 }
