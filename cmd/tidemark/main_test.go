@@ -34,8 +34,15 @@ func TestMain(m *testing.M) {
 // run executes the built binary and returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runEnv(t, nil, args...)
+}
+
+// runEnv is run with extra environment variables.
+func runEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cmd.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

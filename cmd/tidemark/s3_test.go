@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,24 +56,6 @@ func TestStreamToS3Lake(t *testing.T) {
 	if code != 0 || !strings.Contains(tables, "raw_events") {
 		t.Errorf("tables: %s", tables)
 	}
-}
-
-// runEnv is run with extra environment variables.
-func runEnv(t *testing.T, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cmd.Environ(), env...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
 }
 
 // A stream reads its events from an s3:// source (objects in key order) and
