@@ -11,7 +11,15 @@ import (
 
 // readerRecords drains a finished stream and renders its records.
 func readerRecords(t testing.TB, src io.Reader, format string, max int) string {
-	r := newLineReader(src, 0, true, format, max)
+	return drainRecords(t, newLineReader(src, 0, true, format, max))
+}
+
+// drainRecords renders every record of a finished stream. For a stable
+// reader it renders them only at the end, so a record overwritten by a
+// later read shows.
+func drainRecords(t testing.TB, r *lineReader) string {
+	var recs [][]byte
+	var offs, lens []int64
 	var b strings.Builder
 	for i := 0; ; i++ {
 		p, off, n, ok, err := r.next()
@@ -22,9 +30,16 @@ func readerRecords(t testing.TB, src io.Reader, format string, max int) string {
 			if !r.done {
 				continue // a reader that returned (0, nil)
 			}
+			for j := range recs {
+				fmt.Fprintf(&b, "%d+%d:%q\n", offs[j], lens[j], recs[j])
+			}
 			return b.String()
 		}
-		fmt.Fprintf(&b, "%d+%d:%q\n", off, n, p)
+		if r.stable {
+			recs, offs, lens = append(recs, p), append(offs, off), append(lens, n)
+		} else {
+			fmt.Fprintf(&b, "%d+%d:%q\n", off, n, p)
+		}
 		if i > 1<<20 {
 			t.Fatal("no end")
 		}
@@ -97,6 +112,19 @@ func FuzzLineReader(f *testing.F) {
 		}
 		if got, want := readerRecords(t, src, FormatNDJSON, m), wantLines(data, m); got != want {
 			t.Fatalf("max %d: got\n%s\nwant\n%s", m, got, want)
+		}
+	})
+}
+
+func FuzzLineReaderStable(f *testing.F) {
+	f.Add([]byte("a\nbb\n\nccc"), uint8(2), uint8(3))
+	f.Add([]byte("\n\n\nxxxxxxxx\nyy\n"), uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, max, size uint8) {
+		m := int(max%64) + 1
+		r := newLineReader(iotest.HalfReader(bytes.NewReader(data)), 0, true, FormatNDJSON, m)
+		r.stable, r.size = true, int(size%32)+1
+		if got, want := drainRecords(t, r), wantLines(data, m); got != want {
+			t.Fatalf("max %d size %d: got\n%s\nwant\n%s", m, r.size, got, want)
 		}
 	})
 }
