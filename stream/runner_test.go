@@ -52,16 +52,28 @@ type printed struct {
 	lines chan string
 }
 
-func newPrinted() (*printed, io.Writer) {
+// newPrinted returns the writer to give the stream as Print; the reading
+// goroutine ends when the test does.
+func newPrinted(t testing.TB) (*printed, io.Writer) {
 	pr, pw := io.Pipe()
 	p := &printed{lines: make(chan string, 1024)}
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			p.lines <- sc.Text()
+			select {
+			case p.lines <- sc.Text():
+			case <-stop:
+				return
+			}
 		}
-		close(p.lines)
 	}()
+	t.Cleanup(func() {
+		close(stop)
+		pw.Close()
+		<-done
+	})
 	return p, pw
 }
 
@@ -82,7 +94,7 @@ func TestRunnerMetricsAndCleanStop(t *testing.T) {
 	dir, lakeDir := t.TempDir(), t.TempDir()
 	cfg := runnerConfig(t, dir, lakeDir)
 	cfg.MetricsAddr = freeAddr(t)
-	p, w := newPrinted()
+	p, w := newPrinted(t)
 	cfg.Print = w
 	path := filepath.Join(dir, "events.ndjson")
 	appendLine(t, path, `{"event_time":"2026-01-01T00:00:00.5Z","page":"/a","value":1}`)
@@ -147,7 +159,7 @@ func TestRunnerMetricsAndCleanStop(t *testing.T) {
 func BenchmarkFreshness(b *testing.B) {
 	dir, lakeDir := b.TempDir(), b.TempDir()
 	cfg := runnerConfig(b, dir, lakeDir)
-	p, w := newPrinted()
+	p, w := newPrinted(b)
 	cfg.Print = w
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
