@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -343,12 +344,7 @@ func (d *NDJSONDecoder) match(name []byte, escaped bool) int {
 func (d *NDJSONDecoder) str(b []byte, i int) (int, bool, bool) {
 	esc := false
 	for {
-		for i+8 <= len(b) && !hasSpecial8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		for i < len(b) && !strSpecial[b[i]] {
-			i++
-		}
+		i = nextSpecial(b, i)
 		if i >= len(b) {
 			return i, esc, d.fail(i, "unterminated string")
 		}
@@ -384,6 +380,21 @@ func (d *NDJSONDecoder) str(b []byte, i int) (int, bool, bool) {
 	}
 }
 
+// nextSpecial returns the index of the first byte at or after i that is
+// special inside a string, or len(b).
+func nextSpecial(b []byte, i int) int {
+	for i+8 <= len(b) {
+		if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(b) && !strSpecial[b[i]] {
+		i++
+	}
+	return i
+}
+
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
@@ -392,11 +403,17 @@ const (
 // hasSpecial8 reports whether any of 8 bytes may be special inside a string
 // ('"', '\\', a control character or a non-ASCII byte). It may report false
 // positives (the byte loop then decides), never false negatives.
-func hasSpecial8(v uint64) bool {
+func hasSpecial8(v uint64) bool { return special8(v) != 0 }
+
+// special8 flags (high bit of the byte) the bytes of v (little endian) that
+// may be special inside a string. Borrows only run upward from a byte that
+// is itself special, so the lowest flagged byte is exactly the first
+// special one; flags above it may be false.
+func special8(v uint64) uint64 {
 	zeroQuote := (v ^ (ones * '"')) - ones
 	zeroSlash := (v ^ (ones * '\\')) - ones
 	below := v - ones*0x20
-	return (zeroQuote|zeroSlash|below|v)&highs != 0
+	return (zeroQuote | zeroSlash | below | v) & highs
 }
 
 func isHex(c byte) bool {

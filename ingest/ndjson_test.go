@@ -317,3 +317,27 @@ func TestHasSpecial8(t *testing.T) {
 		t.Errorf("got hasSpecial8 true for plain ASCII, want false")
 	}
 }
+
+// TestNextSpecial checks that nextSpecial finds exactly the first special
+// byte, for every special byte at every position after any prefix.
+func TestNextSpecial(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 19; pos++ {
+			b := []byte("abcdefghijklmnopqrstu")
+			b[pos] = byte(c)
+			if pos+1 < len(b) {
+				b[pos+1] = '"' // a later special must not be found first
+			}
+			want := pos
+			if !strSpecial[c] {
+				want = pos + 1
+			}
+			if got := nextSpecial(b, 0); got != want {
+				t.Errorf("byte %#x at %d: got %d, want %d", c, pos, got, want)
+			}
+		}
+	}
+	if got := nextSpecial([]byte("abcdefghijk"), 3); got != 11 {
+		t.Errorf("no special: got %d, want 11", got)
+	}
+}
