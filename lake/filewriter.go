@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/uuid"
@@ -39,28 +37,64 @@ func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
 	}
 }
 
-// colBuf buffers one column's values of the current chunk, typed, until
-// they are handed to parquet-go in bulk. Only the slice for the column's
-// kind is used; null is kept for OPTIONAL columns only.
+// colBuf buffers one column's values of a chunk, typed, until they are
+// handed to parquet-go in bulk. Only the slice for the column's kind is
+// used; null is kept for OPTIONAL columns only.
 type colBuf struct {
 	ints   []int64
 	floats []float64
 	bools  []bool
 	bytes  [][]byte
 	null   []bool
-	vals   []parquet.Value // scratch for the hand-over
-	n      int             // values set in this chunk
+	n      int // values set in this chunk
+}
+
+func newColBuf(c column) *colBuf {
+	b := &colBuf{}
+	switch c.kind {
+	case kindTimestamp, kindLong:
+		b.ints = make([]int64, 0, chunkRows)
+	case kindDouble:
+		b.floats = make([]float64, 0, chunkRows)
+	case kindBool:
+		b.bools = make([]bool, 0, chunkRows)
+	default:
+		b.bytes = make([][]byte, 0, chunkRows)
+	}
+	if c.optional {
+		b.null = make([]bool, 0, chunkRows)
+	}
+	return b
+}
+
+// Chunks a column may have queued or in its worker's hands at once, on top
+// of the one being filled. The free lists hold every buffer of a column, so
+// a worker never blocks returning one.
+const chunksInFlight = 2
+
+// colJob is work for a column's worker: a chunk to write, or (buf nil) a
+// barrier to acknowledge, after flushing the column's last page if flush.
+type colJob struct {
+	buf   *colBuf
+	flush bool
+}
+
+// colAck answers a barrier with the column's first error, if any.
+type colAck struct {
+	col int
+	err error
 }
 
 // fileWriter writes one Parquet data file of a table, columnar underneath
 // and without reflection: callers set each column of a row with the typed
 // methods (in any order), then call endRow. Values are buffered per column
-// in typed slices and handed to parquet-go a chunk at a time, one goroutine
-// per column (bounded by GOMAXPROCS), which is also where the pages are
-// encoded and compressed; each column's bytes depend only on its values, so
-// the file is the same whatever the scheduling. It keeps the Delta stats as
-// it goes. The file is written to a temp file outside the lake and stored
-// with store.Put by finish.
+// in typed slices, a chunk at a time; each full chunk goes to its column's
+// worker goroutine, which turns it into parquet values and writes it (that
+// is where pages are encoded and compressed) while the caller fills the
+// next chunk. A column's bytes depend only on its values, in order, so the
+// file is the same whatever the scheduling. It keeps the Delta stats as it
+// goes. The file is written to a temp file outside the lake and stored with
+// store.Put by finish.
 type fileWriter struct {
 	t      *table
 	tmp    *os.File
@@ -69,13 +103,19 @@ type fileWriter struct {
 	cw     []*parquet.ColumnWriter // by table column index
 	leaf   []int
 	def    []int // max definition level: 1 for OPTIONAL columns
-	cols   []colBuf
-	order  []int // column indexes, heaviest (byte columns) first
-	stats  []colStats
+	cols   []*colBuf
+	stats  []colStats // written by the column's worker
 	rows   int64
 	chunk  int // rows in the current chunk
 	rgRows int
 	rgSize int64
+
+	jobs    []chan colJob  // by column
+	free    []chan *colBuf // by column: emptied chunks
+	nbuf    []int          // by column: buffers allocated
+	acks    chan colAck
+	workers sync.WaitGroup
+	stopped bool
 }
 
 func newFileWriter(t *table) (*fileWriter, error) {
@@ -91,11 +131,12 @@ func newFileWriter(t *table) (*fileWriter, error) {
 	w.cw = make([]*parquet.ColumnWriter, n)
 	w.leaf = make([]int, n)
 	w.def = make([]int, n)
-	w.cols = make([]colBuf, n)
+	w.cols = make([]*colBuf, n)
 	w.stats = make([]colStats, n)
 	for i, c := range t.cols {
 		lc, ok := sch.Lookup(c.name)
 		if !ok {
+			w.stopped = true
 			w.abort()
 			return nil, fmt.Errorf("lake: column %s missing from schema", c.name)
 		}
@@ -103,39 +144,55 @@ func newFileWriter(t *table) (*fileWriter, error) {
 		w.def[i] = lc.MaxDefinitionLevel
 		w.cw[i] = all[lc.ColumnIndex]
 		w.stats[i].kind = c.kind
-		b := &w.cols[i]
-		switch c.kind {
-		case kindTimestamp, kindLong:
-			b.ints = make([]int64, 0, chunkRows)
-		case kindDouble:
-			b.floats = make([]float64, 0, chunkRows)
-		case kindBool:
-			b.bools = make([]bool, 0, chunkRows)
-		default:
-			b.bytes = make([][]byte, 0, chunkRows)
-		}
-		if c.optional {
-			b.null = make([]bool, 0, chunkRows)
-		}
-		if c.kind == kindBinary || c.kind == kindString {
-			w.order = append(w.order, i)
-		}
+		w.cols[i] = newColBuf(c)
 	}
-	for i, c := range t.cols {
-		if c.kind != kindBinary && c.kind != kindString {
-			w.order = append(w.order, i)
-		}
+	w.jobs = make([]chan colJob, n)
+	w.free = make([]chan *colBuf, n)
+	w.nbuf = make([]int, n)
+	w.acks = make(chan colAck, n)
+	for i := range n {
+		w.jobs[i] = make(chan colJob, chunksInFlight)
+		w.free[i] = make(chan *colBuf, chunksInFlight+1)
+		w.nbuf[i] = 1
+		w.workers.Go(func() { w.work(i) })
 	}
 	return w, nil
 }
 
+// work is column i's worker: it writes the chunks in order and answers
+// barriers. After an error it only recycles chunks, and reports the error
+// at the next barrier.
+func (w *fileWriter) work(i int) {
+	var err error
+	var vals []parquet.Value
+	for j := range w.jobs[i] {
+		if j.buf != nil {
+			if err == nil {
+				vals, err = w.writeColumn(i, j.buf, vals)
+			}
+			j.buf.reset()
+			w.free[i] <- j.buf
+			continue
+		}
+		if j.flush && err == nil {
+			err = w.cw[i].Flush()
+		}
+		w.acks <- colAck{i, err}
+	}
+}
+
+func (b *colBuf) reset() {
+	clear(b.bytes) // drop references to the callers' bytes
+	b.ints, b.floats, b.bools, b.bytes, b.null, b.n = b.ints[:0], b.floats[:0], b.bools[:0], b.bytes[:0], b.null[:0], 0
+}
+
 func (w *fileWriter) set(c int, null bool) {
-	b := &w.cols[c]
+	b := w.cols[c]
 	b.n++
 	if w.def[c] > 0 {
 		b.null = append(b.null, null)
 	} else if null {
-		b.null = append(b.null, true) // reported by flushChunk: REQUIRED column
+		b.null = append(b.null, true) // reported by dispatch: REQUIRED column
 	}
 }
 
@@ -154,8 +211,9 @@ func (w *fileWriter) boolean(c int, v bool) {
 	w.set(c, false)
 }
 
-// bytes stores b without copying it until the chunk is handed to parquet-go
-// (which copies), so b must stay unchanged until flushChunk or finish.
+// bytes stores b without copying it until its chunk has been handed to
+// parquet-go (which copies), so b must stay unchanged until flushChunk or
+// finish returns.
 func (w *fileWriter) bytes(c int, b []byte) {
 	w.cols[c].bytes = append(w.cols[c].bytes, b)
 	w.set(c, false)
@@ -168,7 +226,7 @@ func (w *fileWriter) str(c int, s string) {
 }
 
 func (w *fileWriter) null(c int) {
-	b := &w.cols[c]
+	b := w.cols[c]
 	switch w.t.cols[c].kind {
 	case kindTimestamp, kindLong:
 		b.ints = append(b.ints, 0)
@@ -188,20 +246,25 @@ func (w *fileWriter) endRow() error {
 	w.rgRows++
 	w.chunk++
 	if w.chunk >= chunkRows {
-		return w.flushChunk()
+		return w.dispatch(false, false)
 	}
 	return nil
 }
 
-// flushChunk hands the buffered values to parquet-go (which copies them),
-// so the bytes passed to the writer may change afterwards.
-func (w *fileWriter) flushChunk() error { return w.flush(false) }
+// flushChunk hands the buffered values to parquet-go (which copies them)
+// and waits until it has them, so the bytes passed to the writer may
+// change afterwards.
+func (w *fileWriter) flushChunk() error { return w.dispatch(true, false) }
 
-// flush hands the buffered values to parquet-go, column by column in
-// parallel, and ends the row group when it is full or last is set.
-func (w *fileWriter) flush(last bool) error {
-	for i := range w.cols {
-		b := &w.cols[i]
+// dispatch sends the current chunk of every column to the workers. When
+// the row group is full, or last is set, it also waits for them to write
+// everything and flush their last pages, then ends the row group; with
+// wait it waits for the chunk to be written either way.
+func (w *fileWriter) dispatch(wait, last bool) error {
+	if w.stopped {
+		return fmt.Errorf("lake: %s writer used after an error", w.t.name)
+	}
+	for i, b := range w.cols {
 		if b.n != w.chunk {
 			return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, b.n, w.chunk)
 		}
@@ -211,21 +274,26 @@ func (w *fileWriter) flush(last bool) error {
 	}
 	endGroup := last || w.rgRows >= rowGroupRows || w.rgSize+int64(w.rgRows)*8*int64(len(w.t.cols)) >= rowGroupBytes
 	if w.chunk > 0 {
-		err := w.eachColumn(func(i int) error {
-			if err := w.writeColumn(i); err != nil {
-				return err
+		for i, b := range w.cols {
+			w.jobs[i] <- colJob{buf: b}
+			select {
+			case w.cols[i] = <-w.free[i]:
+			default:
+				if w.nbuf[i] <= chunksInFlight {
+					w.cols[i] = newColBuf(w.t.cols[i])
+					w.nbuf[i]++
+				} else {
+					w.cols[i] = <-w.free[i]
+				}
 			}
-			if endGroup {
-				// Encode and compress the column's last page here, in
-				// parallel, rather than serially in Writer.Flush.
-				return w.cw[i].Flush()
-			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 		w.chunk = 0
+	}
+	if !wait && !endGroup {
+		return nil
+	}
+	if err := w.barrier(endGroup); err != nil {
+		return err
 	}
 	if endGroup {
 		if err := w.pw.Flush(); err != nil {
@@ -236,27 +304,17 @@ func (w *fileWriter) flush(last bool) error {
 	return nil
 }
 
-// eachColumn runs fn for every column on up to GOMAXPROCS goroutines and
-// returns the first error.
-func (w *fileWriter) eachColumn(fn func(i int) error) error {
-	workers := min(runtime.GOMAXPROCS(0), len(w.order))
-	errs := make([]error, len(w.order))
-	var next atomic.Int64
-	run := func() {
-		for {
-			k := int(next.Add(1)) - 1
-			if k >= len(w.order) {
-				return
-			}
-			errs[k] = fn(w.order[k])
-		}
+// barrier waits until every worker has written its queued chunks (and
+// flushed its last page, with flush) and returns the first error by column.
+func (w *fileWriter) barrier(flush bool) error {
+	for i := range w.jobs {
+		w.jobs[i] <- colJob{flush: flush}
 	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(run)
+	errs := make([]error, len(w.jobs))
+	for range w.jobs {
+		a := <-w.acks
+		errs[a.col] = a.err
 	}
-	run()
-	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -265,19 +323,30 @@ func (w *fileWriter) eachColumn(fn func(i int) error) error {
 	return nil
 }
 
-// writeColumn turns column i's buffered chunk into parquet values, keeps
-// its stats and writes it to the column writer. Values are built in place
-// with the inlinable setters: Value.Level copies the value twice and was
-// the writer's largest cost.
-func (w *fileWriter) writeColumn(i int) error {
-	b := &w.cols[i]
+// stop ends the workers; safe to call more than once.
+func (w *fileWriter) stop() {
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	for _, j := range w.jobs {
+		close(j)
+	}
+	w.workers.Wait()
+}
+
+// writeColumn turns a chunk of column i into parquet values (in vals, a
+// reused scratch it returns), keeps the column's stats and writes it to the
+// column writer. Values are built in place with the inlinable setters:
+// Value.Level copies the value twice and was the writer's largest cost.
+func (w *fileWriter) writeColumn(i int, b *colBuf, vals []parquet.Value) ([]parquet.Value, error) {
 	st := &w.stats[i]
 	def, leaf := w.def[i], w.leaf[i]
 	opt := def > 0
-	if cap(b.vals) < b.n {
-		b.vals = make([]parquet.Value, b.n, max(b.n, chunkRows))
+	if cap(vals) < b.n {
+		vals = make([]parquet.Value, b.n, max(b.n, chunkRows))
 	}
-	vals := b.vals[:b.n]
+	vals = vals[:b.n]
 	nullValue := parquet.NullValue().Level(0, 0, leaf)
 	switch w.t.cols[i].kind {
 	case kindTimestamp, kindLong:
@@ -336,13 +405,11 @@ func (w *fileWriter) writeColumn(i int) error {
 		}
 	}
 	_, err := w.cw[i].WriteRowValues(vals)
-	clear(b.bytes) // drop references to the callers' bytes
 	clear(vals)
-	b.ints, b.floats, b.bools, b.bytes, b.null, b.n = b.ints[:0], b.floats[:0], b.bools[:0], b.bytes[:0], b.null[:0], 0
 	if err != nil {
-		return fmt.Errorf("write column %s: %w", w.t.cols[i].name, err)
+		return vals[:0], fmt.Errorf("write column %s: %w", w.t.cols[i].name, err)
 	}
-	return nil
+	return vals[:0], nil
 }
 
 // dataFile is a written data file, ready for a Delta add action.
@@ -357,10 +424,12 @@ type dataFile struct {
 // relative to the table root, "" for none) with a fresh name.
 func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (dataFile, error) {
 	defer w.abort()
-	if err := w.flush(true); err != nil {
+	err := w.dispatch(true, true)
+	w.stop()
+	if err != nil {
 		return dataFile{}, err
 	}
-	err := w.pw.Close()
+	err = w.pw.Close()
 	if err == nil {
 		err = w.buf.Flush()
 	}
@@ -385,8 +454,10 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 	return dataFile{Path: rel, Size: size, Rows: w.rows, Stats: w.statsJSON()}, nil
 }
 
-// abort drops the temp file; safe to call more than once.
+// abort stops the workers and drops the temp file; safe to call more
+// than once.
 func (w *fileWriter) abort() {
+	w.stop()
 	if w.tmp == nil {
 		return
 	}
