@@ -18,7 +18,7 @@ import (
 // Row-group and page bounds. A row group is flushed to the temp file when it
 // reaches either limit, so a writer holds at most one row group in memory.
 const (
-	rowGroupRows  = 128 << 10
+	rowGroupRows  = 32 << 10
 	rowGroupBytes = 64 << 20
 	chunkRows     = 16 << 10 // rows buffered per column before handing them to parquet-go
 	dictMaxBytes  = 1 << 20
@@ -85,38 +85,61 @@ type colAck struct {
 	err error
 }
 
+// Row groups a file may have being written at once: each has its own
+// column writers and workers, so the heaviest column (payload) is
+// compressed on several cores; they are committed to the file in order.
+const rowGroupsInFlight = 2
+
+// rgWriter is one row group being written: parquet-go's concurrent row
+// group writer with a worker goroutine per column, and the Delta stats of
+// its rows (merged into the file's when it is committed).
+type rgWriter struct {
+	rg      *parquet.ConcurrentRowGroupWriter
+	cw      []*parquet.ColumnWriter // by table column index
+	stats   []colStats              // written by the column's worker
+	jobs    []chan colJob           // by column
+	acks    chan colAck
+	workers sync.WaitGroup
+	closed  bool // the final barrier was sent
+	stopped bool
+}
+
 // fileWriter writes one Parquet data file of a table, columnar underneath
 // and without reflection: callers set each column of a row with the typed
 // methods (in any order), then call endRow. Values are buffered per column
 // in typed slices, a chunk at a time; each full chunk goes to its column's
 // worker goroutine, which turns it into parquet values and writes it (that
 // is where pages are encoded and compressed) while the caller fills the
-// next chunk. A column's bytes depend only on its values, in order, so the
-// file is the same whatever the scheduling. It keeps the Delta stats as it
-// goes. The file is written to a temp file outside the lake and stored with
-// store.Put by finish.
+// next chunk, and up to rowGroupsInFlight row groups are written at once.
+// A column chunk's bytes depend only on its values, in order, and row
+// groups are committed in order, so the file is the same whatever the
+// scheduling. It keeps the Delta stats as it goes. The file is written to
+// a temp file outside the lake and stored with store.Put by finish.
 type fileWriter struct {
 	t      *table
 	tmp    *os.File
 	buf    *bufio.Writer
 	pw     *parquet.Writer
-	cw     []*parquet.ColumnWriter // by table column index
 	leaf   []int
 	def    []int // max definition level: 1 for OPTIONAL columns
 	cols   []*colBuf
-	stats  []colStats // written by the column's worker
+	stats  []colStats // of the committed row groups
 	rows   int64
 	chunk  int // rows in the current chunk
 	rgRows int
 	rgSize int64
 
-	jobs    []chan colJob  // by column
+	cur     *rgWriter
+	pending []*rgWriter    // closed row groups, oldest first, not yet committed
 	free    []chan *colBuf // by column: emptied chunks
 	nbuf    []int          // by column: buffers allocated
-	acks    chan colAck
-	workers sync.WaitGroup
-	stopped bool
+	failed  bool
 }
+
+// Buffers a column may have: the one being filled and those queued in or
+// held by the workers of every row group in flight. The free lists hold
+// them all, so a worker never blocks returning one.
+const maxColBufs = 1 + chunksInFlight*rowGroupsInFlight
 
 func newFileWriter(t *table) (*fileWriter, error) {
 	tmp, err := os.CreateTemp("", "tidemark-*.part.tmp")
@@ -126,58 +149,64 @@ func newFileWriter(t *table) (*fileWriter, error) {
 	sch := t.parquetSchema()
 	w := &fileWriter{t: t, tmp: tmp, buf: bufio.NewWriterSize(tmp, 1<<20)}
 	w.pw = parquet.NewWriter(w.buf, writerOptions(t, sch)...)
-	all := w.pw.ColumnWriters()
 	n := len(t.cols)
-	w.cw = make([]*parquet.ColumnWriter, n)
 	w.leaf = make([]int, n)
 	w.def = make([]int, n)
 	w.cols = make([]*colBuf, n)
 	w.stats = make([]colStats, n)
+	w.free = make([]chan *colBuf, n)
+	w.nbuf = make([]int, n)
 	for i, c := range t.cols {
 		lc, ok := sch.Lookup(c.name)
 		if !ok {
-			w.stopped = true
 			w.abort()
 			return nil, fmt.Errorf("lake: column %s missing from schema", c.name)
 		}
 		w.leaf[i] = lc.ColumnIndex
 		w.def[i] = lc.MaxDefinitionLevel
-		w.cw[i] = all[lc.ColumnIndex]
 		w.stats[i].kind = c.kind
 		w.cols[i] = newColBuf(c)
-	}
-	w.jobs = make([]chan colJob, n)
-	w.free = make([]chan *colBuf, n)
-	w.nbuf = make([]int, n)
-	w.acks = make(chan colAck, n)
-	for i := range n {
-		w.jobs[i] = make(chan colJob, chunksInFlight)
-		w.free[i] = make(chan *colBuf, chunksInFlight+1)
+		w.free[i] = make(chan *colBuf, maxColBufs)
 		w.nbuf[i] = 1
-		w.workers.Go(func() { w.work(i) })
 	}
+	w.cur = w.newRowGroup()
 	return w, nil
 }
 
-// work is column i's worker: it writes the chunks in order and answers
-// barriers. After an error it only recycles chunks, and reports the error
-// at the next barrier.
-func (w *fileWriter) work(i int) {
+// newRowGroup starts a row group and its column workers.
+func (w *fileWriter) newRowGroup() *rgWriter {
+	n := len(w.t.cols)
+	g := &rgWriter{rg: w.pw.BeginRowGroup(), cw: make([]*parquet.ColumnWriter, n), stats: make([]colStats, n),
+		jobs: make([]chan colJob, n), acks: make(chan colAck, n)}
+	all := g.rg.ColumnWriters()
+	for i, c := range w.t.cols {
+		g.cw[i] = all[w.leaf[i]]
+		g.stats[i].kind = c.kind
+		g.jobs[i] = make(chan colJob, chunksInFlight)
+		g.workers.Go(func() { w.work(g, i) })
+	}
+	return g
+}
+
+// work is column i's worker in row group g: it writes the chunks in order
+// and answers barriers. After an error it only recycles chunks, and
+// reports the error at the next barrier.
+func (w *fileWriter) work(g *rgWriter, i int) {
 	var err error
 	var vals []parquet.Value
-	for j := range w.jobs[i] {
+	for j := range g.jobs[i] {
 		if j.buf != nil {
 			if err == nil {
-				vals, err = w.writeColumn(i, j.buf, vals)
+				vals, err = w.writeColumn(g.cw[i], &g.stats[i], i, j.buf, vals)
 			}
 			j.buf.reset()
 			w.free[i] <- j.buf
 			continue
 		}
 		if j.flush && err == nil {
-			err = w.cw[i].Flush()
+			err = g.cw[i].Flush()
 		}
-		w.acks <- colAck{i, err}
+		g.acks <- colAck{i, err}
 	}
 }
 
@@ -256,12 +285,14 @@ func (w *fileWriter) endRow() error {
 // change afterwards.
 func (w *fileWriter) flushChunk() error { return w.dispatch(true, false) }
 
-// dispatch sends the current chunk of every column to the workers. When
-// the row group is full, or last is set, it also waits for them to write
-// everything and flush their last pages, then ends the row group; with
-// wait it waits for the chunk to be written either way.
+// dispatch sends the current chunk of every column to the workers of the
+// current row group. When the row group is full, or last is set, it closes
+// it (its workers flush their last pages) and starts the next; row groups
+// are committed to the file in order once written, at the latest when more
+// than rowGroupsInFlight would be open. With wait (or last) it returns
+// only when everything dispatched has been written.
 func (w *fileWriter) dispatch(wait, last bool) error {
-	if w.stopped {
+	if w.failed {
 		return fmt.Errorf("lake: %s writer used after an error", w.t.name)
 	}
 	for i, b := range w.cols {
@@ -275,11 +306,11 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 	endGroup := last || w.rgRows >= rowGroupRows || w.rgSize+int64(w.rgRows)*8*int64(len(w.t.cols)) >= rowGroupBytes
 	if w.chunk > 0 {
 		for i, b := range w.cols {
-			w.jobs[i] <- colJob{buf: b}
+			w.cur.jobs[i] <- colJob{buf: b}
 			select {
 			case w.cols[i] = <-w.free[i]:
 			default:
-				if w.nbuf[i] <= chunksInFlight {
+				if w.nbuf[i] < maxColBufs {
 					w.cols[i] = newColBuf(w.t.cols[i])
 					w.nbuf[i]++
 				} else {
@@ -289,30 +320,43 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 		}
 		w.chunk = 0
 	}
-	if !wait && !endGroup {
-		return nil
-	}
-	if err := w.barrier(endGroup); err != nil {
-		return err
-	}
-	if endGroup {
-		if err := w.pw.Flush(); err != nil {
-			return fmt.Errorf("flush row group: %w", err)
+	if endGroup && w.rgRows > 0 {
+		for i := range w.cur.jobs {
+			w.cur.jobs[i] <- colJob{flush: true}
 		}
+		w.cur.closed = true
+		w.pending = append(w.pending, w.cur)
+		w.cur = nil
 		w.rgRows, w.rgSize = 0, 0
+	}
+	for len(w.pending) > 0 && (wait || last || len(w.pending) >= rowGroupsInFlight) {
+		if err := w.commitOldest(); err != nil {
+			w.failed = true
+			return err
+		}
+	}
+	if w.cur == nil && !last {
+		w.cur = w.newRowGroup()
+	}
+	if wait && w.cur != nil && !last {
+		// The chunks of the open row group must be written too.
+		for i := range w.cur.jobs {
+			w.cur.jobs[i] <- colJob{}
+		}
+		if err := w.cur.collect(); err != nil {
+			w.failed = true
+			return err
+		}
 	}
 	return nil
 }
 
-// barrier waits until every worker has written its queued chunks (and
-// flushed its last page, with flush) and returns the first error by column.
-func (w *fileWriter) barrier(flush bool) error {
-	for i := range w.jobs {
-		w.jobs[i] <- colJob{flush: flush}
-	}
-	errs := make([]error, len(w.jobs))
-	for range w.jobs {
-		a := <-w.acks
+// collect waits for one barrier's acknowledgements and returns the first
+// error by column.
+func (g *rgWriter) collect() error {
+	errs := make([]error, len(g.jobs))
+	for range g.jobs {
+		a := <-g.acks
 		errs[a.col] = a.err
 	}
 	for _, err := range errs {
@@ -323,24 +367,85 @@ func (w *fileWriter) barrier(flush bool) error {
 	return nil
 }
 
-// stop ends the workers; safe to call more than once.
-func (w *fileWriter) stop() {
-	if w.stopped {
+// commitOldest waits for the oldest closed row group, writes it to the
+// file and merges its stats.
+func (w *fileWriter) commitOldest() error {
+	g := w.pending[0]
+	w.pending = w.pending[1:]
+	err := g.collect()
+	g.stop()
+	if err != nil {
+		return err
+	}
+	if _, err := g.rg.Commit(); err != nil {
+		return fmt.Errorf("write row group: %w", err)
+	}
+	for i := range w.stats {
+		w.stats[i].merge(&g.stats[i])
+	}
+	return nil
+}
+
+// stop ends the row group's workers; safe to call more than once.
+func (g *rgWriter) stop() {
+	if g.stopped {
 		return
 	}
-	w.stopped = true
-	for _, j := range w.jobs {
+	g.stopped = true
+	for _, j := range g.jobs {
 		close(j)
 	}
-	w.workers.Wait()
+	g.workers.Wait()
+}
+
+// stop ends every worker; safe to call more than once.
+func (w *fileWriter) stop() {
+	if w.cur != nil {
+		w.cur.stop()
+	}
+	for _, g := range w.pending {
+		g.stop()
+	}
+}
+
+// merge adds the stats of other rows of the same column.
+func (s *colStats) merge(o *colStats) {
+	s.nulls += o.nulls
+	s.bad = s.bad || o.bad
+	if !o.has {
+		return
+	}
+	switch s.kind {
+	case kindTimestamp, kindLong:
+		if !s.has || o.minI < s.minI {
+			s.minI = o.minI
+		}
+		if !s.has || o.maxI > s.maxI {
+			s.maxI = o.maxI
+		}
+	case kindDouble:
+		if !s.has || o.minF < s.minF {
+			s.minF = o.minF
+		}
+		if !s.has || o.maxF > s.maxF {
+			s.maxF = o.maxF
+		}
+	case kindString:
+		if !s.has || string(o.minB) < string(s.minB) {
+			s.minB = append(s.minB[:0], o.minB...)
+		}
+		if !s.has || string(o.maxB) > string(s.maxB) {
+			s.maxB = append(s.maxB[:0], o.maxB...)
+		}
+	}
+	s.has = true
 }
 
 // writeColumn turns a chunk of column i into parquet values (in vals, a
-// reused scratch it returns), keeps the column's stats and writes it to the
-// column writer. Values are built in place with the inlinable setters:
-// Value.Level copies the value twice and was the writer's largest cost.
-func (w *fileWriter) writeColumn(i int, b *colBuf, vals []parquet.Value) ([]parquet.Value, error) {
-	st := &w.stats[i]
+// reused scratch it returns), keeps the column's stats in st and writes it
+// to cw. Values are built in place with the inlinable setters: Value.Level
+// copies the value twice and was the writer's largest cost.
+func (w *fileWriter) writeColumn(cw *parquet.ColumnWriter, st *colStats, i int, b *colBuf, vals []parquet.Value) ([]parquet.Value, error) {
 	def, leaf := w.def[i], w.leaf[i]
 	opt := def > 0
 	if cap(vals) < b.n {
@@ -404,7 +509,7 @@ func (w *fileWriter) writeColumn(i int, b *colBuf, vals []parquet.Value) ([]parq
 			}
 		}
 	}
-	_, err := w.cw[i].WriteRowValues(vals)
+	_, err := cw.WriteRowValues(vals)
 	clear(vals)
 	if err != nil {
 		return vals[:0], fmt.Errorf("write column %s: %w", w.t.cols[i].name, err)
@@ -424,12 +529,10 @@ type dataFile struct {
 // relative to the table root, "" for none) with a fresh name.
 func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (dataFile, error) {
 	defer w.abort()
-	err := w.dispatch(true, true)
-	w.stop()
-	if err != nil {
+	if err := w.dispatch(true, true); err != nil {
 		return dataFile{}, err
 	}
-	err = w.pw.Close()
+	err := w.pw.Close()
 	if err == nil {
 		err = w.buf.Flush()
 	}
