@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"tidemark"
@@ -195,14 +196,38 @@ func (r *runner) read(ctx context.Context, recs []tidemark.Record) ([]tidemark.R
 	return recs, nil
 }
 
-// wait blocks until a source may have new data, or the rescan interval.
+// wait blocks until any source may have new data (fsnotify event, S3 poll
+// finding objects), or the rescan interval passes. With several sources it
+// waits on all of them at once and returns at the first wake-up.
 func (r *runner) wait(ctx context.Context) error {
-	if len(r.sources) == 1 {
-		if w, ok := r.sources[0].(ingest.Waiter); ok {
-			return w.Wait(ctx, r.cfg.Rescan)
+	var waiters []ingest.Waiter
+	for _, s := range r.sources {
+		if w, ok := s.(ingest.Waiter); ok {
+			waiters = append(waiters, w)
 		}
 	}
-	return sleepCtx(ctx, min(r.cfg.Rescan, 100*time.Millisecond))
+	switch {
+	case len(waiters) == 0:
+		return sleepCtx(ctx, min(r.cfg.Rescan, 100*time.Millisecond))
+	case len(waiters) == 1 && len(r.sources) == 1:
+		return waiters[0].Wait(ctx, r.cfg.Rescan)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woke := make(chan struct{}, len(waiters))
+	var wg sync.WaitGroup
+	for _, w := range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Wait(wctx, r.cfg.Rescan) // its error is wctx's, or a timeout: either way, look again
+			woke <- struct{}{}
+		}()
+	}
+	<-woke
+	cancel()
+	wg.Wait()
+	return ctx.Err()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
