@@ -441,13 +441,14 @@ func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
 	return out
 }
 
-// Approximate memory per open (window, key): the slot (48 B), the index
-// entry with its share of control bytes and load-factor slack (~20-28 B) and
-// the bucket list entry (4 B); BenchmarkStateBytes measured ~84 B in all. Per open key: the key table entry (24 B),
+// Approximate memory per open (window, key): the slot (56 B with the
+// compensated sum), the index entry with its share of control bytes and
+// load-factor slack (~20-28 B) and the bucket list entry (4 B);
+// BenchmarkStateBytes measured ~97 B in all. Per open key: the key table entry (24 B),
 // the intern map entry (~28 B) and the key bytes. BenchmarkStateBytes
 // measures the real figure.
 const (
-	bytesPerSlot = 80
+	bytesPerSlot = 92
 	bytesPerKey  = 52
 )
 
