@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"tidemark"
@@ -107,36 +108,25 @@ func (l *Lake) ScanRaw(ctx context.Context, q RawQuery, fn func(RawBatch) error)
 	if err != nil {
 		return err
 	}
-	s.batch.Version = snap.Version
+	var keys []string
 	for i := range files {
-		a := &files[i]
-		if !s.wantFile(a) {
-			continue
+		if a := &files[i]; s.wantFile(a) {
+			keys = append(keys, a.Key(h.dt.Path()))
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := s.scanFile(ctx, a.Key(h.dt.Path()), fn); err != nil {
-			return fmt.Errorf("scan raw events: %w", err)
-		}
+	}
+	if err := s.run(ctx, keys, snap.Version, fn); err != nil {
+		return fmt.Errorf("scan raw events: %w", err)
 	}
 	return nil
 }
 
-// rawScanner holds the reusable buffers of one scan.
-type rawScanner struct {
-	l      *Lake
-	q      RawQuery
-	want   map[string]bool
-	cols   []column // columns to decode
-	idx    map[string]int
-	data   []colData
-	keyCol []int // indexes into cols of the key columns
-	batch  RawBatch
-	keys   map[string]tidemark.Key // interned
-	strs   map[string]string       // interned source/file names
-	kb     []byte
-	sel    []int
+// scanBufs is the state of one decoded row group on its way to fn: the
+// decoded columns and the batch cut from them, with their scratch.
+type scanBufs struct {
+	data  []colData
+	batch RawBatch
+	kb    []byte
+	sel   []int
 	// own keeps the batch's own buffers, which fill reuses when it copies
 	// (it hands colData slices over when every row is selected).
 	own           RawBatch
@@ -144,6 +134,84 @@ type rawScanner struct {
 	statusScratch []bool
 	strScratch    []string
 	keyScratch    []tidemark.Key
+	err           error // instead of a batch: the scan failed
+}
+
+// scanDepth is how many row groups are decoded ahead of fn.
+const scanDepth = 2
+
+// run decodes the row groups of the files on one goroutine, up to
+// scanDepth ahead, while fn consumes the batches in order on the caller's.
+func (s *rawScanner) run(ctx context.Context, keys []string, version int64, fn func(RawBatch) error) error {
+	free := make(chan *scanBufs, scanDepth+1)
+	for range scanDepth + 1 {
+		free <- &scanBufs{data: make([]colData, len(s.cols))}
+	}
+	out := make(chan *scanBufs, scanDepth)
+	done := make(chan struct{})
+	var producer sync.WaitGroup
+	producer.Go(func() {
+		defer close(out)
+		send := func(b *scanBufs) bool {
+			select {
+			case out <- b:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		for _, key := range keys {
+			if err := ctx.Err(); err != nil {
+				send(&scanBufs{err: err})
+				return
+			}
+			stopped, err := s.scanFile(ctx, key, version, free, send)
+			if err != nil {
+				send(&scanBufs{err: err})
+			}
+			if err != nil || stopped {
+				return
+			}
+		}
+	})
+	// Only the scanDepth+1 buffers made above go back to free, which holds
+	// them all, so returning one never blocks; an error is sent in a buffer
+	// of its own.
+	var err error
+	for b := range out {
+		if b.err != nil {
+			err = b.err
+			break
+		}
+		err = fn(b.batch)
+		free <- b
+		if err != nil {
+			break
+		}
+	}
+	close(done)
+	for b := range out {
+		if b.err == nil {
+			free <- b // the producer may be waiting for one before it sees done
+		}
+	}
+	producer.Wait()
+	return err
+}
+
+// rawScanner is one scan: what to read, the intern tables and (embedded)
+// the buffers of the row group being decoded. Everything but run is used
+// by the decoding goroutine only.
+type rawScanner struct {
+	l      *Lake
+	q      RawQuery
+	want   map[string]bool
+	cols   []column // columns to decode
+	idx    map[string]int
+	keyCol []int                   // indexes into cols of the key columns
+	keys   map[string]tidemark.Key // interned
+	strs   map[string]string       // interned source/file names
+	*scanBufs
 }
 
 func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
@@ -183,7 +251,6 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 			add(n)
 		}
 	}
-	s.data = make([]colData, len(s.cols))
 	return s, nil
 }
 
@@ -212,29 +279,37 @@ func hourStart(date, hour string) (int64, bool) {
 	return d + int64(h)*usPerHour, true
 }
 
-func (s *rawScanner) scanFile(ctx context.Context, key string, fn func(RawBatch) error) error {
+// scanFile decodes the row groups of one file into buffers from free and
+// sends the non-empty batches; stopped reports that send refused one (the
+// scan is over).
+func (s *rawScanner) scanFile(ctx context.Context, key string, version int64, free chan *scanBufs, send func(*scanBufs) bool) (stopped bool, err error) {
 	fr, err := openFileReader(ctx, s.l.st, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer fr.Close()
 	for rg := range fr.numRowGroups() {
 		if lo, hi, ok := fr.int64Range(rg, ColEventTime); ok && (hi < s.q.From || lo >= s.q.To) {
 			continue
 		}
+		s.scanBufs = <-free // the consumer returns every buffer it gets, even when stopping
 		n, err := fr.readRowGroup(rg, s.cols, s.data)
 		if err != nil {
-			return err
+			free <- s.scanBufs
+			return false, err
 		}
 		s.fill(n)
 		if s.batch.N == 0 {
+			free <- s.scanBufs
 			continue
 		}
-		if err := fn(s.batch); err != nil {
-			return err
+		s.batch.Version = version
+		if !send(s.scanBufs) {
+			free <- s.scanBufs
+			return true, nil
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // fill selects the rows passing the filters and copies the wanted columns

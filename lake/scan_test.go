@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -66,6 +67,35 @@ func TestScanRawOneKey(t *testing.T) {
 			if got[i] != want[i] {
 				t.Fatalf("%s: row %d got %s, want %s", tc.name, i, got[i], want[i])
 			}
+		}
+	}
+}
+
+// TestScanRawStopsEarly checks that an error from fn ends the scan with
+// that error while row groups are still being decoded ahead (TestMain
+// checks that the decoder stops).
+func TestScanRawStopsEarly(t *testing.T) {
+	l, _, _ := openTestLake(t)
+	ctx := context.Background()
+	recs := testRecords(3 * rowGroupRows)
+	for i := range recs {
+		recs[i].Reason = tidemark.ReasonNone
+	}
+	if err := l.AppendBatch(ctx, Batch{AppID: "s", BatchID: 1, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop")
+	for _, after := range []int{1, 2, 3} {
+		calls := 0
+		err := l.ScanRaw(ctx, RawQuery{Columns: WindowColumns}, func(RawBatch) error {
+			calls++
+			if calls == after {
+				return stop
+			}
+			return nil
+		})
+		if !errors.Is(err, stop) || calls != after {
+			t.Errorf("stop after %d: got %v after %d calls, want %v", after, err, calls, stop)
 		}
 	}
 }
