@@ -349,6 +349,9 @@ func (d *Dir) expect(maxRecords int) int {
 // not copied.
 func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64) ([]tidemark.Record, int, error) {
 	if st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed {
+		if st.r != nil {
+			st.close() // read to its end: free the descriptor and the read buffer
+		}
 		return dst, 0, nil
 	}
 	if st.r == nil {
