@@ -3,6 +3,8 @@ package lateness
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"tidemark"
@@ -78,19 +80,33 @@ func replay(ctx context.Context, srt *sorter, cfg Config, budgets []int64, group
 		latest  int64
 		counter int
 	)
+	// The engines are independent: they run on every core, each worker on
+	// its own copy of the batch (Process writes each record's Status).
+	workers := min(runtime.GOMAXPROCS(0), len(engines))
+	copies := make([][]tidemark.Record, workers)
 	flush := func() error {
 		if len(recs) == 0 {
 			return nil
 		}
 		now := time.UnixMicro(latest)
-		for _, e := range engines {
-			e.r.Process(recs, now)
-			for i := range recs {
-				if recs[i].Status == tidemark.StatusLate {
-					e.drops[grp[i]]++
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ei := w; ei < len(engines); ei += workers {
+					e := engines[ei]
+					copies[w] = append(copies[w][:0], recs...)
+					e.r.Process(copies[w], now)
+					for i := range copies[w] {
+						if copies[w][i].Status == tidemark.StatusLate {
+							e.drops[grp[i]]++
+						}
+					}
 				}
-			}
+			}()
 		}
+		wg.Wait()
 		recs, grp = recs[:0], grp[:0]
 		return nil
 	}
