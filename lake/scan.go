@@ -264,7 +264,30 @@ func (s *rawScanner) wantFile(a *delta.Add) bool {
 	if lo, hi, ok := fileTimeRange(a, "event_time"); ok && (hi <= s.q.From || lo >= s.q.To) {
 		return false
 	}
+	if s.q.Status != "" {
+		// A file whose rows all have another status (stats min = max) has
+		// none of the wanted ones: reconcile's search for late rows reads
+		// only the files that hold some.
+		if lo, hi, ok := fileStringRange(a, ColStatus); ok && lo == hi && lo != s.q.Status {
+			return false
+		}
+	}
 	return true
+}
+
+// fileStringRange returns a string column's min and max from the file's
+// Delta stats.
+func fileStringRange(a *delta.Add, col string) (lo, hi string, ok bool) {
+	if a.Stats == "" {
+		return "", "", false
+	}
+	st, err := delta.ParseStats(a.Stats)
+	if err != nil {
+		return "", "", false
+	}
+	lo, ok1 := st.MinValues[col].(string)
+	hi, ok2 := st.MaxValues[col].(string)
+	return lo, hi, ok1 && ok2
 }
 
 func hourStart(date, hour string) (int64, bool) {
