@@ -341,3 +341,17 @@ func TestNextSpecial(t *testing.T) {
 		t.Errorf("no special: got %d, want 11", got)
 	}
 }
+
+// FuzzAppendKeyBytes holds appendKeyBytes to the root encoding it copies.
+func FuzzAppendKeyBytes(f *testing.F) {
+	f.Add([]byte("prefix"), []byte(""))
+	f.Add([]byte{}, []byte("a value longer than thirty-two bytes, past the stack buffer"))
+	f.Add([]byte{0, 1}, bytes.Repeat([]byte{0x80}, 200))
+	f.Fuzz(func(t *testing.T, dst, v []byte) {
+		got := appendKeyBytes(bytes.Clone(dst), v)
+		want := tidemark.AppendKeyPart(bytes.Clone(dst), string(v), false)
+		if !bytes.Equal(got, want) {
+			t.Errorf("got %x, want %x", got, want)
+		}
+	})
+}
