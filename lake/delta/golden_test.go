@@ -14,16 +14,34 @@ import (
 	"tidemark/lake/store"
 )
 
-const goldenDir = "/work/shared/delta-golden"
+// goldenDirs are where the golden tables may be: $DELTA_GOLDEN, shared/
+// beside the repository (as CI lays it out), or this workplace's copy.
+var goldenDirs = []string{os.Getenv("DELTA_GOLDEN"), "../../../shared/delta-golden", "/work/shared/delta-golden"}
+
+// goldenTable returns the directory of one golden table. Without one the
+// test is skipped, except under CI (CI=true), where that is a failure.
+func goldenTable(t testing.TB, name string) string {
+	t.Helper()
+	for _, d := range goldenDirs {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+			return filepath.Join(d, name)
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("golden table %s not found in %v", name, goldenDirs)
+	}
+	t.Skipf("golden table %s not found in %v (set DELTA_GOLDEN)", name, goldenDirs)
+	return ""
+}
 
 // copyGolden copies one golden table into a fresh directory store (the
 // golden folder is read-only) and returns the store.
 func copyGolden(t testing.TB, name string) *store.Dir {
 	t.Helper()
-	src := filepath.Join(goldenDir, name)
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("golden table %s: %v", name, err)
-	}
+	src := goldenTable(t, name)
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
