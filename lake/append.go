@@ -207,11 +207,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 	if l.cfg.ValueField != "" {
 		cValue = t.col("value")
 	}
-	nk := len(l.cfg.Keys)
-	keyCol := make([]int, nk)
-	for i, k := range l.cfg.Keys {
-		keyCol[i] = t.col(k)
-	}
+	keyCol := t.colsOf(l.cfg.Keys)
 	var out []addFile
 	for _, h := range hours {
 		if err := ctx.Err(); err != nil {
@@ -221,20 +217,12 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		if err != nil {
 			return out, err
 		}
-		var setKey func(i int, v string, null bool)
-		setKey = func(i int, v string, null bool) {
-			if null {
-				w.null(keyCol[i])
-			} else {
-				w.str(keyCol[i], v)
-			}
-		}
 		for _, i := range groups[h] {
 			r := &recs[i]
 			w.long(cEvent, r.EventTime)
 			w.long(cArrival, r.Arrival)
 			w.long(cIngest, ingest)
-			forEachKeyPart(r.Key, nk, setKey)
+			w.key(keyCol, r.Key)
 			if cValue >= 0 {
 				if r.HasValue {
 					w.double(cValue, r.Value)

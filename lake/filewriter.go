@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 
+	"tidemark"
 	"tidemark/lake/store"
 )
 
@@ -267,6 +268,26 @@ func (w *fileWriter) null(c int) {
 		b.bytes = append(b.bytes, nil)
 	}
 	w.set(c, true)
+}
+
+// key sets the key columns cols (in key order) from k; parts k lacks are null.
+func (w *fileWriter) key(cols []int, k tidemark.Key) {
+	forEachKeyPart(k, len(cols), func(i int, v string, null bool) {
+		if null {
+			w.null(cols[i])
+		} else {
+			w.str(cols[i], v)
+		}
+	})
+}
+
+// optDouble sets c to v, or to null when !ok.
+func (w *fileWriter) optDouble(c int, v float64, ok bool) {
+	if ok {
+		w.double(c, v)
+	} else {
+		w.null(c)
+	}
 }
 
 // endRow completes a row; every column must have been set exactly once.

@@ -108,6 +108,15 @@ func (t *table) col(name string) int {
 	return i
 }
 
+// colsOf returns the indexes of the named columns, in order.
+func (t *table) colsOf(names []string) []int {
+	out := make([]int, len(names))
+	for i, n := range names {
+		out[i] = t.col(n)
+	}
+	return out
+}
+
 // parquetSchema builds the file schema. parquet.Group orders fields by name;
 // readers (Spark, DuckDB, ours) resolve columns by name, so order is moot.
 func (t *table) parquetSchema() *parquet.Schema {

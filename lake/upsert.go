@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -83,7 +84,7 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
 		var removed, added, outRows int64
-		for _, d := range mapsKeys(byDate) {
+		for _, d := range slices.Sorted(maps.Keys(byDate)) {
 			news := byDate[d]
 			keep := append([]WindowRow(nil), news...)
 			for i := range snap.Files {
@@ -116,7 +117,7 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 			added++
 			outRows += f.Rows
 		}
-		touched := mapsKeys(byDate)
+		touched := slices.Sorted(maps.Keys(byDate))
 		return &delta.Transaction{
 			Actions:             actions,
 			Operation:           op,
@@ -162,15 +163,6 @@ func mayHold(a *delta.Add, rows []WindowRow) bool {
 	return false
 }
 
-func mapsKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // writeReconcileLog writes the log rows as one file (the table is
 // unpartitioned).
 func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addFile, error) {
@@ -179,31 +171,13 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 	if err != nil {
 		return addFile{}, err
 	}
-	nk := len(l.cfg.Keys)
-	keyCol := make([]int, nk)
-	for i, k := range l.cfg.Keys {
-		keyCol[i] = t.col(k)
-	}
-	setKey := func(i int, v string, null bool) {
-		if null {
-			w.null(keyCol[i])
-		} else {
-			w.str(keyCol[i], v)
-		}
-	}
-	optF := func(c int, v float64, ok bool) {
-		if ok {
-			w.double(c, v)
-		} else {
-			w.null(c)
-		}
-	}
+	keyCol := t.colsOf(l.cfg.Keys)
 	for i := range rows {
 		r := &rows[i]
 		w.str(t.col("run_id"), r.RunID)
 		w.long(t.col("window_start"), r.Window.Start)
 		w.long(t.col("window_end"), r.Window.End)
-		forEachKeyPart(r.Key, nk, setKey)
+		w.key(keyCol, r.Key)
 		var old tidemark.Agg
 		if r.Old != nil {
 			old = *r.Old
@@ -212,12 +186,12 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 			w.null(t.col("old_count"))
 		}
 		w.long(t.col("new_count"), r.New.Count)
-		optF(t.col("old_sum"), old.Total(), old.Values > 0)
-		optF(t.col("new_sum"), r.New.Total(), r.New.Values > 0)
-		optF(t.col("old_min"), old.Min, old.Values > 0)
-		optF(t.col("new_min"), r.New.Min, r.New.Values > 0)
-		optF(t.col("old_max"), old.Max, old.Values > 0)
-		optF(t.col("new_max"), r.New.Max, r.New.Values > 0)
+		w.optDouble(t.col("old_sum"), old.Total(), old.Values > 0)
+		w.optDouble(t.col("new_sum"), r.New.Total(), r.New.Values > 0)
+		w.optDouble(t.col("old_min"), old.Min, old.Values > 0)
+		w.optDouble(t.col("new_min"), r.New.Min, r.New.Values > 0)
+		w.optDouble(t.col("old_max"), old.Max, old.Values > 0)
+		w.optDouble(t.col("new_max"), r.New.Max, r.New.Values > 0)
 		w.long(t.col("late_rows"), r.LateRows)
 		w.long(t.col("corrected_at"), r.CorrectedAt)
 		if err := w.endRow(); err != nil {

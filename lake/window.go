@@ -59,18 +59,7 @@ func (l *Lake) writeWindowRows(ctx context.Context, rows []WindowRow, date strin
 	if err != nil {
 		return addFile{}, err
 	}
-	nk := len(l.cfg.Keys)
-	keyCol := make([]int, nk)
-	for i, k := range l.cfg.Keys {
-		keyCol[i] = t.col(k)
-	}
-	setKey := func(i int, v string, null bool) {
-		if null {
-			w.null(keyCol[i])
-		} else {
-			w.str(keyCol[i], v)
-		}
-	}
+	keyCol := t.colsOf(l.cfg.Keys)
 	cStart, cEnd, cCount := t.col("window_start"), t.col("window_end"), t.col("count")
 	cSum, cMin, cMax, cFinal := t.col("sum"), t.col("min"), t.col("max"), t.col("final")
 	cOrigin, cRev, cComputed, cWM := t.col("origin"), t.col("revision"), t.col("computed_at"), t.col("watermark")
@@ -78,7 +67,7 @@ func (l *Lake) writeWindowRows(ctx context.Context, rows []WindowRow, date strin
 		r := &rows[i]
 		w.long(cStart, r.Window.Start)
 		w.long(cEnd, r.Window.End)
-		forEachKeyPart(r.Key, nk, setKey)
+		w.key(keyCol, r.Key)
 		w.long(cCount, r.Agg.Count)
 		if r.Agg.Values > 0 {
 			w.double(cSum, r.Agg.Total())
@@ -119,11 +108,7 @@ func (l *Lake) readWindowRows(ctx context.Context, key string) ([]WindowRow, err
 	}
 	defer fr.Close()
 	data := make([]colData, len(t.cols))
-	nk := len(l.cfg.Keys)
-	keyCol := make([]int, nk)
-	for i, k := range l.cfg.Keys {
-		keyCol[i] = t.col(k)
-	}
+	keyCol := t.colsOf(l.cfg.Keys)
 	var out []WindowRow
 	var kb []byte
 	for rg := range fr.numRowGroups() {
