@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,16 +102,6 @@ func (c Config) rangeBounds(now time.Time) (from, to int64, ok bool) {
 		return c.From.UnixMicro(), c.To.UnixMicro(), true
 	}
 	return 0, 0, false
-}
-
-// sortedDates returns the keys of a per-date map in order.
-func sortedDates[V any](m map[int64]V) []int64 {
-	out := make([]int64, 0, len(m))
-	for d := range m {
-		out = append(out, d)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func dayOf(us int64) int64 {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"tidemark"
@@ -116,7 +118,7 @@ func (r *run) do(ctx context.Context, m *meter) error {
 			days[d] = true
 		}
 	}
-	order := sortedDates(days)
+	order := slices.Sorted(maps.Keys(days))
 	r.log.Info("reconcile plan", "days", len(order), "late_days", len(late))
 	for i, d := range order {
 		var from, to int64
