@@ -69,15 +69,10 @@ func (l *Lake) writeWindowRows(ctx context.Context, rows []WindowRow, date strin
 		w.long(cEnd, r.Window.End)
 		w.key(keyCol, r.Key)
 		w.long(cCount, r.Agg.Count)
-		if r.Agg.Values > 0 {
-			w.double(cSum, r.Agg.Total())
-			w.double(cMin, r.Agg.Min)
-			w.double(cMax, r.Agg.Max)
-		} else {
-			w.null(cSum)
-			w.null(cMin)
-			w.null(cMax)
-		}
+		has := r.Agg.Values > 0
+		w.optDouble(cSum, r.Agg.Total(), has)
+		w.optDouble(cMin, r.Agg.Min, has)
+		w.optDouble(cMax, r.Agg.Max, has)
 		w.boolean(cFinal, r.Final)
 		w.str(cOrigin, r.Origin)
 		w.long(cRev, r.Revision)
