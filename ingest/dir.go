@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -228,10 +229,7 @@ func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
 }
 
 func (d *Dir) reorder() {
-	d.order = d.order[:0]
-	for rel := range d.files {
-		d.order = append(d.order, rel)
-	}
+	d.order = slices.AppendSeq(d.order[:0], maps.Keys(d.files))
 	slices.Sort(d.order)
 	d.cur = 0
 }
@@ -241,13 +239,7 @@ func (d *Dir) Name() string { return d.name }
 
 // Position implements Source. Files are listed in path order.
 func (d *Dir) Position() Position {
-	var p Position
-	for _, rel := range d.order {
-		fp := d.files[rel].pos
-		fp.Header = slices.Clone(fp.Header)
-		p.Files = append(p.Files, fp)
-	}
-	return p
+	return positionOf(d.order, func(rel string) FilePosition { return d.files[rel].pos })
 }
 
 // Exhausted implements Source: with Once, every file present at Open has

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -167,10 +168,7 @@ func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) err
 		changed = true
 	}
 	if changed {
-		s.order = s.order[:0]
-		for rel := range s.objects {
-			s.order = append(s.order, rel)
-		}
+		s.order = slices.AppendSeq(s.order[:0], maps.Keys(s.objects))
 		slices.Sort(s.order)
 	}
 	s.cur = 0 // a new pass in key order: a new object may sort before the current one
@@ -218,13 +216,7 @@ func (s *s3Source) Name() string { return s.name }
 // order (an object whose GET found it changed stays until a listing shows
 // its new version, so a listing that lags cannot make it read twice).
 func (s *s3Source) Position() Position {
-	var p Position
-	for _, rel := range s.order {
-		fp := s.objects[rel].pos
-		fp.Header = slices.Clone(fp.Header)
-		p.Files = append(p.Files, fp)
-	}
-	return p
+	return positionOf(s.order, func(rel string) FilePosition { return s.objects[rel].pos })
 }
 
 // Exhausted implements Source: with Once, every object listed at Open has

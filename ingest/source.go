@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,6 +83,19 @@ func (c SourceConfig) withDefaults() SourceConfig {
 // as JSON in a checkpoint.
 type Position struct {
 	Files []FilePosition `json:"files,omitempty"`
+}
+
+// positionOf builds a Position from the files in order, each looked up by
+// pos. Headers are copied: the caller keeps the Position while the source
+// reads on. Dir and the S3 source both use it, their file maps differing.
+func positionOf(order []string, pos func(rel string) FilePosition) Position {
+	var p Position
+	for _, rel := range order {
+		fp := pos(rel)
+		fp.Header = slices.Clone(fp.Header)
+		p.Files = append(p.Files, fp)
+	}
+	return p
 }
 
 // FilePosition is the resume point in one file. Offset is always at a
