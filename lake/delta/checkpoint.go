@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -16,7 +17,8 @@ import (
 
 // The checkpoint row types follow Spark's checkpoint schema. Columns are
 // matched by name on read, so delta-rs's column order (and files missing
-// some columns) read the same; every field is optional.
+// some columns) read the same; every field is optional. add and remove
+// repeat fields because the protocol's actions do, not by accident.
 type cpRow struct {
 	Txn      *cpTxn      `parquet:"txn,optional"`
 	Add      *cpAdd      `parquet:"add,optional"`
@@ -273,12 +275,7 @@ func (t *Table) writeCheckpoint(ctx context.Context, s *state) (err error) {
 	snap := s.snapshot()
 	rows := make([]cpRow, 0, 2+len(snap.Txns)+len(snap.Files)+len(snap.Tombstones))
 	rows = append(rows, rowOf(Action{Protocol: &snap.Protocol}), rowOf(Action{Metadata: &snap.Metadata}))
-	apps := make([]string, 0, len(snap.Txns))
-	for app := range snap.Txns {
-		apps = append(apps, app)
-	}
-	slices.Sort(apps)
-	for _, app := range apps {
+	for _, app := range slices.Sorted(maps.Keys(snap.Txns)) {
 		txn := snap.Txns[app]
 		rows = append(rows, rowOf(Action{Txn: &txn}))
 	}
