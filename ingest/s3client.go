@@ -53,7 +53,8 @@ func (o s3Options) settle() time.Duration {
 	return o.Settle
 }
 
-// endpoint returns host[:port] and whether to use TLS.
+// endpoint returns host[:port] and whether to use TLS. It copies
+// lake/store's S3Config.endpoint because ingest may not import lake/.
 func (o s3Options) endpoint() (host string, secure bool, err error) {
 	ep := cmp.Or(o.Endpoint, os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL"))
 	if ep == "" {
@@ -78,7 +79,8 @@ func (o s3Options) endpoint() (host string, secure bool, err error) {
 	return "", false, fmt.Errorf("s3 endpoint %q: scheme must be http or https", ep)
 }
 
-// client builds the minio client. Bucket lookup is automatic: virtual
+// client builds the minio client (a copy of lake/store's, which ingest may
+// not import). Bucket lookup is automatic: virtual
 // hosts on AWS, path style on every other endpoint (MinIO, versitygw...).
 func (o s3Options) client() (*minio.Client, error) {
 	host, secure, err := o.endpoint()

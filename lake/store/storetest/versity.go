@@ -19,7 +19,8 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// Server is a running S3-compatible server for tests.
+// Server is a running S3-compatible server for tests. ingest/s3server_test.go
+// copies this harness because ingest may not import lake/.
 type Server struct {
 	Endpoint  string // "http://127.0.0.1:<port>"
 	AccessKey string
