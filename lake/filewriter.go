@@ -512,6 +512,7 @@ func (w *fileWriter) writeColumn(cw *parquet.ColumnWriter, st *colStats, i int, 
 			vals[j] = parquet.BooleanValue(v)
 			vals[j].SetDefinitionLevel(def)
 			vals[j].SetColumnIndex(leaf)
+			// No min/max: Spark keeps none for booleans.
 		}
 	default:
 		var prev []byte

@@ -49,9 +49,6 @@ func (s *colStats) addFloat(v float64) {
 	s.has = true
 }
 
-// addBool records nothing: Spark keeps no min/max for booleans.
-func (s *colStats) addBool(bool) {}
-
 func (s *colStats) addBytes(b []byte) {
 	if s.kind == kindBinary {
 		return // Spark keeps no min/max for binary
