@@ -395,11 +395,6 @@ const (
 	highs = 0x8080808080808080
 )
 
-// hasSpecial8 reports whether any of 8 bytes may be special inside a string
-// ('"', '\\', a control character or a non-ASCII byte). It may report false
-// positives (the byte loop then decides), never false negatives.
-func hasSpecial8(v uint64) bool { return special8(v) != 0 }
-
 // special8 flags (high bit of the byte) the bytes of v (little endian) that
 // may be special inside a string. Borrows only run upward from a byte that
 // is itself special, so the lowest flagged byte is exactly the first

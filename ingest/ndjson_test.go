@@ -355,3 +355,8 @@ func FuzzAppendKeyBytes(f *testing.F) {
 		}
 	})
 }
+
+// hasSpecial8 reports whether any of 8 bytes may be special inside a string
+// ('"', '\\', a control character or a non-ASCII byte). It may report false
+// positives (the byte loop then decides), never false negatives.
+func hasSpecial8(v uint64) bool { return special8(v) != 0 }
