@@ -72,9 +72,6 @@ type cell struct {
 // the requested windows, never the rows.
 func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error) {
 	spec := lk.Config().Window
-	if spec.Slide <= 0 {
-		spec.Slide = spec.Size
-	}
 	p, err := newPlan(ctx, lk, spec, q)
 	if err != nil {
 		return nil, Stats{}, fmt.Errorf("recompute: %w", err)

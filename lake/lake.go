@@ -256,7 +256,8 @@ func (l *Lake) create(ctx context.Context, h *handle) error {
 	return nil
 }
 
-// Config returns the lake's setup (as remembered, when Open adopted it).
+// Config returns the lake's setup (as remembered, when Open adopted it),
+// with Window.Slide always set (Size for tumbling windows).
 func (l *Lake) Config() Config { return l.cfg }
 
 // Store returns the store the lake lives in.

@@ -75,9 +75,6 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
 	r := &run{cfg: cfg, lk: lk, rep: rep, log: log, clock: clock, spec: lk.Config().Window, hasValue: lk.Config().ValueField != ""}
-	if r.spec.Slide <= 0 {
-		r.spec.Slide = r.spec.Size
-	}
 	if err := r.do(ctx, m); err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
