@@ -24,6 +24,8 @@ type LockedError struct {
 	Expires time.Time
 }
 
+// Error names the holder and when its lock expires, so whoever reads a
+// cron mail knows whether to wait or to look for a stuck run.
 func (e *LockedError) Error() string {
 	return fmt.Sprintf("reconcile: another run holds the lock (owner %s, run %s, until %s)", e.Owner, e.RunID, e.Expires.UTC().Format(time.RFC3339))
 }
