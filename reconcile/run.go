@@ -59,55 +59,13 @@ func (r *run) do(ctx context.Context, m *meter) error {
 	r.log.Info("reconcile start", "run_id", r.rep.RunID, "raw_version_from", p.raw, "raw_version_to", rawTo,
 		"watermark", tidemark.FormatTime(w), "dry_run", r.cfg.DryRun)
 
-	// Windows holding late rows: in files committed since the last run,
-	// and (pending) in windows that were still open at the last run.
-	late := map[int64]map[int64]bool{} // day -> window starts
-	scanLate := func(q lake.RawQuery) error {
-		q.Status, q.Columns, q.Version = "late", []string{lake.ColEventTime}, rawTo
-		var buf []tidemark.Window
-		return r.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
-			for _, t := range b.EventTime[:b.N] {
-				buf = r.spec.Assign(buf[:0], t)
-				for _, win := range buf {
-					d := dayOf(win.Start)
-					if late[d] == nil {
-						late[d] = map[int64]bool{}
-					}
-					late[d][win.Start] = true
-				}
-			}
-			return nil
-		})
+	late, err := r.lateWindows(ctx, p, rawTo)
+	if err != nil {
+		return err
 	}
-	if rawTo > p.raw {
-		if err := scanLate(lake.RawQuery{MinCommitVersion: p.raw}); err != nil {
-			return fmt.Errorf("find late rows: %w", err)
-		}
-	}
-	if p.raw > 0 {
-		from := lake.AllFrom
-		if p.hasWM {
-			from = satSub(p.wm, r.spec.Size)
-		}
-		if err := scanLate(lake.RawQuery{From: from}); err != nil {
-			return fmt.Errorf("find late rows of windows open at the last run: %w", err)
-		}
-	}
-
-	rfrom, rto, hasRange := r.cfg.rangeBounds(r.clock())
-	if hasRange {
-		// Only days that can hold windows of the lake's events: a wide
-		// --since on a young lake costs nothing.
-		lo, hi, ok, err := r.lk.EventTimeRange(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			hasRange = false
-		} else {
-			rfrom, rto = max(rfrom, satSub(lo, r.spec.Size)), min(rto, hi)
-			hasRange = rfrom < rto
-		}
+	rfrom, rto, hasRange, err := r.checkRange(ctx)
+	if err != nil {
+		return err
 	}
 	days := map[int64]bool{}
 	for d := range late {
@@ -152,6 +110,61 @@ func (r *run) do(ctx context.Context, m *meter) error {
 		}
 	}
 	return nil
+}
+
+// lateWindows returns the windows holding late rows, by day: in files
+// committed since the last run, and (pending) in windows that were still
+// open at the last run.
+func (r *run) lateWindows(ctx context.Context, p *progress, rawTo int64) (map[int64]map[int64]bool, error) {
+	late := map[int64]map[int64]bool{} // day -> window starts
+	scanLate := func(q lake.RawQuery) error {
+		q.Status, q.Columns, q.Version = "late", []string{lake.ColEventTime}, rawTo
+		var buf []tidemark.Window
+		return r.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
+			for _, t := range b.EventTime[:b.N] {
+				buf = r.spec.Assign(buf[:0], t)
+				for _, win := range buf {
+					d := dayOf(win.Start)
+					if late[d] == nil {
+						late[d] = map[int64]bool{}
+					}
+					late[d][win.Start] = true
+				}
+			}
+			return nil
+		})
+	}
+	if rawTo > p.raw {
+		if err := scanLate(lake.RawQuery{MinCommitVersion: p.raw}); err != nil {
+			return nil, fmt.Errorf("find late rows: %w", err)
+		}
+	}
+	if p.raw > 0 {
+		from := lake.AllFrom
+		if p.hasWM {
+			from = satSub(p.wm, r.spec.Size)
+		}
+		if err := scanLate(lake.RawQuery{From: from}); err != nil {
+			return nil, fmt.Errorf("find late rows of windows open at the last run: %w", err)
+		}
+	}
+	return late, nil
+}
+
+// checkRange returns the window starts the flags ask to check, clamped to
+// the days that can hold windows of the lake's events, so that a wide
+// --since on a young lake costs nothing.
+func (r *run) checkRange(ctx context.Context) (from, to int64, ok bool, err error) {
+	from, to, ok = r.cfg.rangeBounds(r.clock())
+	if !ok {
+		return 0, 0, false, nil
+	}
+	lo, hi, has, err := r.lk.EventTimeRange(ctx)
+	if err != nil || !has {
+		return 0, 0, false, err
+	}
+	from, to = max(from, satSub(lo, r.spec.Size)), min(to, hi)
+	return from, to, from < to, nil
 }
 
 // day checks one window_date: the late windows starting that day and the
