@@ -340,36 +340,7 @@ func (s *rawScanner) scanFile(ctx context.Context, key string, version int64, fr
 // over without a copy; string columns read through their dictionary
 // decode each distinct value once.
 func (s *rawScanner) fill(n int) {
-	et := &s.data[s.idx[ColEventTime]]
-	var st *colData
-	var stOK []bool // by dictionary code: the status matches q.Status
-	if s.q.Status != "" {
-		st = &s.data[s.idx[ColStatus]]
-		if st.dictOK {
-			stOK = s.boolScratch[:0]
-			for _, v := range st.dict {
-				stOK = append(stOK, string(v) == s.q.Status)
-			}
-			s.boolScratch = stOK
-		}
-	}
-	s.sel = s.sel[:0]
-	for i := range n {
-		t := et.ints[i]
-		if t < s.q.From || t >= s.q.To {
-			continue
-		}
-		if st != nil {
-			if stOK != nil {
-				if c := st.codes[i]; c < 0 || !stOK[c] {
-					continue
-				}
-			} else if string(st.bytes[i]) != s.q.Status {
-				continue
-			}
-		}
-		s.sel = append(s.sel, i)
-	}
+	s.selectRows(n)
 	all := len(s.sel) == n
 	b := &s.batch
 	b.N = len(s.sel)
@@ -399,58 +370,10 @@ func (s *rawScanner) fill(n int) {
 		s.own.Disorder, s.own.Offset, s.own.BatchID = b.Disorder, b.Offset, b.BatchID
 	}
 	if s.want[ColValue] {
-		b.Value, b.HasValue = s.own.Value[:0], s.own.HasValue[:0]
-		if i, ok := s.idx[ColValue]; ok {
-			c := &s.data[i]
-			if all {
-				b.Value = c.floats[:n]
-			} else {
-				for _, r := range s.sel {
-					b.Value = append(b.Value, c.floats[r])
-				}
-				s.own.Value = b.Value
-			}
-			if c.hasNull {
-				for _, r := range s.sel {
-					b.HasValue = append(b.HasValue, !c.null[r])
-				}
-			} else {
-				for range s.sel {
-					b.HasValue = append(b.HasValue, true)
-				}
-			}
-		} else {
-			b.Value = append(b.Value, make([]float64, len(s.sel))...)
-			b.HasValue = append(b.HasValue, make([]bool, len(s.sel))...)
-			s.own.Value = b.Value
-		}
-		s.own.HasValue = b.HasValue
+		s.fillValue(all, n)
 	}
 	if s.want[ColStatus] {
-		c := &s.data[s.idx[ColStatus]]
-		b.Status = b.Status[:0]
-		if c.dictOK {
-			late := s.statusScratch[:0]
-			for _, v := range c.dict {
-				late = append(late, string(v) == "late")
-			}
-			s.statusScratch = late
-			for _, r := range s.sel {
-				st := tidemark.StatusOK
-				if code := c.codes[r]; code >= 0 && late[code] {
-					st = tidemark.StatusLate
-				}
-				b.Status = append(b.Status, st)
-			}
-		} else {
-			for _, r := range s.sel {
-				st := tidemark.StatusOK
-				if string(c.bytes[r]) == "late" {
-					st = tidemark.StatusLate
-				}
-				b.Status = append(b.Status, st)
-			}
-		}
+		s.fillStatus()
 	}
 	if s.want[ColKey] {
 		s.fillKeys()
@@ -493,6 +416,103 @@ func (s *rawScanner) fill(n int) {
 				b.Payload = append(b.Payload, c.bytes[r])
 			}
 			s.own.Payload = b.Payload
+		}
+	}
+}
+
+// selectRows sets s.sel to the rows of the n decoded ones that the query's
+// time range and status keep.
+func (s *rawScanner) selectRows(n int) {
+	et := &s.data[s.idx[ColEventTime]]
+	var st *colData
+	var stOK []bool // by dictionary code: the status matches q.Status
+	if s.q.Status != "" {
+		st = &s.data[s.idx[ColStatus]]
+		if st.dictOK {
+			stOK = s.boolScratch[:0]
+			for _, v := range st.dict {
+				stOK = append(stOK, string(v) == s.q.Status)
+			}
+			s.boolScratch = stOK
+		}
+	}
+	s.sel = s.sel[:0]
+	for i := range n {
+		t := et.ints[i]
+		if t < s.q.From || t >= s.q.To {
+			continue
+		}
+		if st != nil {
+			if stOK != nil {
+				if c := st.codes[i]; c < 0 || !stOK[c] {
+					continue
+				}
+			} else if string(st.bytes[i]) != s.q.Status {
+				continue
+			}
+		}
+		s.sel = append(s.sel, i)
+	}
+}
+
+// fillValue sets the batch's Value and HasValue for the selected rows (all
+// of n when all is set, without copying).
+func (s *rawScanner) fillValue(all bool, n int) {
+	b := &s.batch
+	b.Value, b.HasValue = s.own.Value[:0], s.own.HasValue[:0]
+	if i, ok := s.idx[ColValue]; ok {
+		c := &s.data[i]
+		if all {
+			b.Value = c.floats[:n]
+		} else {
+			for _, r := range s.sel {
+				b.Value = append(b.Value, c.floats[r])
+			}
+			s.own.Value = b.Value
+		}
+		if c.hasNull {
+			for _, r := range s.sel {
+				b.HasValue = append(b.HasValue, !c.null[r])
+			}
+		} else {
+			for range s.sel {
+				b.HasValue = append(b.HasValue, true)
+			}
+		}
+	} else {
+		b.Value = append(b.Value, make([]float64, len(s.sel))...)
+		b.HasValue = append(b.HasValue, make([]bool, len(s.sel))...)
+		s.own.Value = b.Value
+	}
+	s.own.HasValue = b.HasValue
+}
+
+// fillStatus sets the batch's Status for the selected rows, comparing each
+// dictionary entry with "late" once rather than each row.
+func (s *rawScanner) fillStatus() {
+	b := &s.batch
+	c := &s.data[s.idx[ColStatus]]
+	b.Status = b.Status[:0]
+	if c.dictOK {
+		late := s.statusScratch[:0]
+		for _, v := range c.dict {
+			late = append(late, string(v) == "late")
+		}
+		s.statusScratch = late
+		for _, r := range s.sel {
+			st := tidemark.StatusOK
+			if code := c.codes[r]; code >= 0 && late[code] {
+				st = tidemark.StatusLate
+			}
+			b.Status = append(b.Status, st)
+		}
+	} else {
+		for _, r := range s.sel {
+			st := tidemark.StatusOK
+			if string(c.bytes[r]) == "late" {
+				st = tidemark.StatusLate
+			}
+			b.Status = append(b.Status, st)
 		}
 	}
 }
