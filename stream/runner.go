@@ -10,10 +10,12 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/lake"
 	"tidemark/lake/store"
 )
 
@@ -71,59 +73,6 @@ func joinLocation(base string, elem ...string) string {
 	return strings.TrimSuffix(base, string(os.PathSeparator)) + string(os.PathSeparator) + path.Join(elem...)
 }
 
-// Summary is the row accounting of one run: every line read is ok, late or
-// quarantined (SPEC §1).
-type Summary struct {
-	Batches     int64
-	Lines       int64
-	OK          int64
-	Late        int64
-	Quarantined map[tidemark.Reason]int64
-	Emitted     int64
-	Lake        string
-}
-
-// QuarantinedTotal sums the quarantine counts.
-func (s *Summary) QuarantinedTotal() int64 {
-	var n int64
-	for _, v := range s.Quarantined {
-		n += v
-	}
-	return n
-}
-
-// Accounting renders the identity "lines read = ok + late + quarantined".
-func (s *Summary) Accounting() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "lines read %d = ok %d + late %d + quarantined %d", s.Lines, s.OK, s.Late, s.QuarantinedTotal())
-	var parts []string
-	for _, r := range tidemark.Reasons {
-		if n := s.Quarantined[r]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", r, n))
-		}
-	}
-	if len(parts) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
-	}
-	fmt.Fprintf(&b, "; %d batches, %d windows emitted, lake %s", s.Batches, s.Emitted, s.Lake)
-	return b.String()
-}
-
-func (s *Summary) count(recs []tidemark.Record) {
-	for i := range recs {
-		r := &recs[i]
-		s.Lines++
-		switch {
-		case !r.Valid():
-			s.Quarantined[r.Reason]++
-		case r.Status == tidemark.StatusLate:
-			s.Late++
-		default:
-			s.OK++
-		}
-	}
-}
-
 // Run runs the stream until ctx is cancelled (a clean exit: the current batch
 // is finished and committed first) or, with Once, until the available input
 // is processed.
@@ -137,17 +86,133 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 	return r.sum, errors.Join(runErr, r.close())
 }
 
-// errNotJSON marks a position that cannot be serialised.
-var errNotJSON = errors.New("stream: source position is not serialisable")
-
 func marshalPositions(srcs []ingest.Source) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(srcs))
 	for _, s := range srcs {
 		b, err := json.Marshal(s.Position())
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errNotJSON, err)
+			return nil, fmt.Errorf("encode the position of source %s: %w", s.Name(), err)
 		}
 		out[s.Name()] = b
 	}
 	return out, nil
+}
+
+// runner owns one stream's sources, engine, lake and checkpoint.
+type runner struct {
+	cfg     RunnerConfig
+	lake    *lake.Lake
+	ck      *checkpoint
+	lock    *lock
+	id      string // stream id: the lake's txn appId
+	engine  *Engine
+	sources []ingest.Source
+	nextID  int64 // the next batch id
+	sum     *Summary
+	metrics *metrics // nil when --metrics-addr is off
+	// readTime is the current batch's read time, µs: the sources' clock.
+	readTime atomic.Int64
+	buf      []tidemark.Record
+}
+
+func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
+	r := &runner{cfg: cfg, sum: &Summary{Quarantined: map[tidemark.Reason]int64{}, Lake: cfg.Lake}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, r.close()) // release what was opened before the failure
+		}
+	}()
+	if cfg.MetricsAddr != "" {
+		r.metrics = newMetrics()
+		if err := r.metrics.serve(cfg.MetricsAddr); err != nil {
+			return nil, err
+		}
+	}
+	lakeStore, err := store.Open(ctx, cfg.Lake, cfg.S3)
+	if err != nil {
+		return nil, fmt.Errorf("open lake %s: %w", cfg.Lake, err)
+	}
+	r.lake, err = lake.Open(ctx, lakeStore, lake.Config{
+		Keys:       cfg.Decoder.Keys,
+		ValueField: cfg.Decoder.ValueField,
+		Window:     cfg.Engine.Window,
+		Logger:     cfg.Logger,
+		Clock:      cfg.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ckStore, err := store.Open(ctx, cfg.Checkpoint, cfg.S3)
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint %s: %w", cfg.Checkpoint, err)
+	}
+	r.ck = &checkpoint{st: ckStore}
+	host, _ := os.Hostname()
+	r.lock, err = acquireLock(ctx, ckStore, host)
+	if err != nil {
+		return nil, err
+	}
+	if r.id, err = r.ck.streamID(ctx); err != nil {
+		return nil, err
+	}
+	rec, err := r.ck.recover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var state *State
+	resume := map[string]json.RawMessage{}
+	if rec.commit != nil {
+		state = new(State)
+		if err := state.UnmarshalBinary(rec.commit.Engine); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: engine state: %w", cfg.Checkpoint, err)
+		}
+		if state.Window != withSlide(cfg.Engine.Window) {
+			return nil, fmt.Errorf("checkpoint %s was written with different windows (%s); use a new --name or --checkpoint", cfg.Checkpoint, describeSpec(state.Window))
+		}
+		resume = rec.commit.End
+		r.nextID = rec.commit.BatchID + 1
+	}
+	if r.engine, err = New(cfg.Engine, state); err != nil {
+		return nil, err
+	}
+	if rec.pending != nil {
+		// The previous run logged this batch and died before committing it:
+		// read exactly the same input again and redo it. Lake commits that
+		// did land are skipped by their txn.
+		cfg.Logger.Info("replaying a batch interrupted by a crash", "batch_id", rec.pending.BatchID, "rows", rec.pending.Rows)
+		if err := r.openSources(ctx, rec.pending.Start); err != nil {
+			return nil, err
+		}
+		if err := r.replay(ctx, rec.pending); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	if err := r.openSources(ctx, resume); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func withSlide(s tidemark.WindowSpec) tidemark.WindowSpec {
+	if s.Slide <= 0 {
+		s.Slide = s.Size
+	}
+	return s
+}
+
+func describeSpec(s tidemark.WindowSpec) string {
+	return fmt.Sprintf("window %s, slide %s", time.Duration(s.Size)*time.Microsecond, time.Duration(s.Slide)*time.Microsecond)
+}
+
+// close releases everything the runner holds.
+func (r *runner) close() error {
+	var errs []error
+	for _, s := range r.sources {
+		errs = append(errs, s.Close())
+	}
+	r.sources = nil
+	errs = append(errs, r.lock.release(), r.metrics.stop())
+	r.lock = nil
+	return errors.Join(errs...)
 }

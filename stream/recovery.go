@@ -1,0 +1,115 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"tidemark"
+	"tidemark/ingest"
+)
+
+// drain closes every open window (--once --drain). The checkpoint keeps the
+// watermark at the end of the last drained window rather than +infinity, so
+// a later run still accepts events for newer windows; events for the
+// drained windows are late from then on, and reconcile absorbs them.
+func (r *runner) drain(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	pos, err := marshalPositions(r.sources)
+	if err != nil {
+		return err
+	}
+	entry := offsetsEntry{BatchID: r.nextID, ReadTime: r.cfg.Clock().UnixMicro(), Start: pos, End: pos, Drain: true}
+	if err := r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry); err != nil {
+		return err
+	}
+	return r.finishDrain(ctx, entry)
+}
+
+func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
+	before := r.engine.State()
+	res := r.engine.Drain()
+	after := r.engine.State()
+	after.Watermark, after.HasWatermark = before.Watermark, before.HasWatermark
+	for _, e := range res.Emitted {
+		if !after.HasWatermark || e.Window.End > after.Watermark {
+			after.Watermark, after.HasWatermark = e.Window.End, true
+		}
+	}
+	if err := r.commit(ctx, entry, nil, res, after); err != nil {
+		return err
+	}
+	if err := r.publish(entry, nil, res, 0); err != nil {
+		return err
+	}
+	// The engine now holds W = +inf; reload the saved state so a caller that
+	// keeps going sees what the checkpoint holds.
+	eng, err := New(r.cfg.Engine, after)
+	if err != nil {
+		return err
+	}
+	r.engine = eng
+	return nil
+}
+
+// replay redoes a batch the previous run logged but did not commit, reading
+// exactly the records between its start and end positions.
+func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
+	if entry.Drain {
+		return r.finishDrain(ctx, *entry)
+	}
+	frozen := time.UnixMicro(entry.ReadTime)
+	r.readTime.Store(entry.ReadTime)
+	var recs []tidemark.Record
+	for _, s := range r.sources {
+		var end ingest.Position
+		if err := json.Unmarshal(entry.End[s.Name()], &end); err != nil {
+			return fmt.Errorf("replay batch %d: end position of %s: %w", entry.BatchID, s.Name(), err)
+		}
+		var err error
+		if recs, err = readUntil(ctx, s, recs, end, entry.SourceRows[s.Name()]); err != nil {
+			return fmt.Errorf("replay batch %d from %s: %w", entry.BatchID, s.Name(), err)
+		}
+	}
+	if len(recs) != entry.Rows {
+		return fmt.Errorf("replay batch %d: read %d records between the logged positions, the log says %d: the input changed under the checkpoint", entry.BatchID, len(recs), entry.Rows)
+	}
+	res := r.engine.Process(recs, frozen)
+	if err := r.commit(ctx, *entry, recs, res, nil); err != nil {
+		return err
+	}
+	r.sum.count(recs)
+	if err := r.publish(*entry, recs, res, 0); err != nil {
+		return err
+	}
+	return r.openSources(ctx, entry.End)
+}
+
+// readUntil reads from s every record before the end position: the records
+// a logged batch held. Files that appeared since (not in end) and bytes past
+// end's offsets are read and discarded; the caller reopens at end.
+func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end ingest.Position, want int) ([]tidemark.Record, error) {
+	limit := make(map[string]int64, len(end.Files))
+	for _, f := range end.Files {
+		limit[f.Path] = f.Offset
+	}
+	var chunk []tidemark.Record
+	for got := 0; got < want; {
+		var err error
+		chunk, err = s.Read(ctx, chunk[:0], min(4096, want-got))
+		if err != nil {
+			return dst, err
+		}
+		if len(chunk) == 0 {
+			return dst, nil
+		}
+		for _, rec := range chunk {
+			if off, ok := limit[rec.File]; ok && rec.Offset < off {
+				dst = append(dst, rec)
+				got++
+			}
+		}
+	}
+	return dst, nil
+}

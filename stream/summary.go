@@ -1,0 +1,61 @@
+package stream
+
+import (
+	"fmt"
+	"strings"
+
+	"tidemark"
+)
+
+// Summary is the row accounting of one run: every line read is ok, late or
+// quarantined (SPEC §1).
+type Summary struct {
+	Batches     int64
+	Lines       int64
+	OK          int64
+	Late        int64
+	Quarantined map[tidemark.Reason]int64
+	Emitted     int64
+	Lake        string
+}
+
+// QuarantinedTotal sums the quarantine counts.
+func (s *Summary) QuarantinedTotal() int64 {
+	var n int64
+	for _, v := range s.Quarantined {
+		n += v
+	}
+	return n
+}
+
+// Accounting renders the identity "lines read = ok + late + quarantined".
+func (s *Summary) Accounting() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lines read %d = ok %d + late %d + quarantined %d", s.Lines, s.OK, s.Late, s.QuarantinedTotal())
+	var parts []string
+	for _, r := range tidemark.Reasons {
+		if n := s.Quarantined[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "; %d batches, %d windows emitted, lake %s", s.Batches, s.Emitted, s.Lake)
+	return b.String()
+}
+
+func (s *Summary) count(recs []tidemark.Record) {
+	for i := range recs {
+		r := &recs[i]
+		s.Lines++
+		switch {
+		case !r.Valid():
+			s.Quarantined[r.Reason]++
+		case r.Status == tidemark.StatusLate:
+			s.Late++
+		default:
+			s.OK++
+		}
+	}
+}
