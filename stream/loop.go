@@ -311,4 +311,3 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 	}
 	return nil
 }
-
