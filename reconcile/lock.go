@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,14 +47,46 @@ type lockBody struct {
 	Expires  time.Time `json:"expires"`
 }
 
-// lock is a held lock.
+// lock is a held lock. While held, a heartbeat pushes its expiry forward
+// every third of the TTL, so a run longer than the TTL keeps it and only a
+// run that died leaves a lock to take over.
 type lock struct {
 	st   store.Store
 	body lockBody
+	ttl  time.Duration
+	now  func() time.Time
+	stop chan struct{}
+	done chan struct{}
+}
+
+// heartbeat renews the lock until release.
+func (l *lock) heartbeat() {
+	defer close(l.done)
+	t := time.NewTicker(max(l.ttl/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			body := l.body
+			body.Expires = l.now().Add(l.ttl).UTC()
+			data, err := json.Marshal(body)
+			if err != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3+time.Second)
+			// A failed renewal is retried at the next tick; the lock
+			// still holds until its last expiry.
+			_ = l.st.Put(ctx, lockKey, bytes.NewReader(data), int64(len(data)))
+			cancel()
+		}
+	}
 }
 
 // acquireLock takes the lock or returns a *LockedError.
-func acquireLock(ctx context.Context, st store.Store, owner, runID string, now time.Time, ttl time.Duration) (*lock, error) {
+func acquireLock(ctx context.Context, st store.Store, owner, runID string, clock func() time.Time, ttl time.Duration) (*lock, error) {
+	now := clock()
 	body := lockBody{Owner: owner, RunID: runID, Acquired: now.UTC(), Expires: now.Add(ttl).UTC()}
 	data, err := json.Marshal(body)
 	if err != nil {
@@ -62,7 +95,9 @@ func acquireLock(ctx context.Context, st store.Store, owner, runID string, now t
 	for attempt := 0; attempt < 2; attempt++ {
 		err := st.PutIfAbsent(ctx, lockKey, data)
 		if err == nil {
-			return &lock{st: st, body: body}, nil
+			l := &lock{st: st, body: body, ttl: ttl, now: clock, stop: make(chan struct{}), done: make(chan struct{})}
+			go l.heartbeat()
+			return l, nil
 		}
 		if !errors.Is(err, store.ErrExists) {
 			return nil, fmt.Errorf("take lock %s: %w", lockKey, err)
@@ -95,8 +130,10 @@ func acquireLock(ctx context.Context, st store.Store, owner, runID string, now t
 	return nil, fmt.Errorf("take lock %s: lost the race twice", lockKey)
 }
 
-// release deletes the lock if it is still ours.
+// release stops the heartbeat and deletes the lock if it is still ours.
 func (l *lock) release(ctx context.Context) error {
+	close(l.stop)
+	<-l.done
 	raw, err := store.ReadAll(ctx, l.st, lockKey)
 	if errors.Is(err, store.ErrNotExist) {
 		return nil

@@ -58,7 +58,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep = &Report{RunID: uuid.NewString(), DryRun: cfg.DryRun}
 	if !cfg.DryRun {
 		ttl := cmp.Or(cfg.LockTTL, time.Hour)
-		lk, err := acquireLock(ctx, st, cmp.Or(cfg.Owner, defaultOwner()), rep.RunID, clock(), ttl)
+		lk, err := acquireLock(ctx, st, cmp.Or(cfg.Owner, defaultOwner()), rep.RunID, clock, ttl)
 		if err != nil {
 			return nil, err
 		}
