@@ -82,6 +82,8 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Logger.Info("stream started", "lake", cfg.Lake, "checkpoint", cfg.Checkpoint, "sources", cfg.Sources,
+		"stream_id", r.id, "next_batch", r.nextID, "once", cfg.Once)
 	runErr := r.run(ctx)
 	return r.sum, errors.Join(runErr, r.close())
 }
