@@ -41,7 +41,20 @@ const (
 
 type lease struct {
 	Owner   string `json:"owner"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
 	Expires int64  `json:"expires_unix_ms"`
+}
+
+// deadOnThisHost reports whether the lease was taken by a process of this
+// host that no longer exists: a stream killed with kill -9 and restarted
+// here need not wait for its own lease to expire.
+func (l lease) deadOnThisHost() bool {
+	host, err := os.Hostname()
+	if err != nil || l.Host == "" || l.Host != host || l.PID <= 0 || l.PID == os.Getpid() {
+		return false
+	}
+	return errors.Is(unix.Kill(l.PID, 0), unix.ESRCH)
 }
 
 // acquireLock takes the checkpoint's lock or fails with ErrLocked.
@@ -71,7 +84,8 @@ func acquireLock(ctx context.Context, st store.Store, owner string) (*lock, erro
 }
 
 func (l *lock) leaseBytes() []byte {
-	b, _ := json.Marshal(lease{Owner: l.owner, Expires: time.Now().Add(leaseTTL).UnixMilli()})
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(lease{Owner: l.owner, Host: host, PID: os.Getpid(), Expires: time.Now().Add(leaseTTL).UnixMilli()})
 	return b
 }
 
@@ -89,10 +103,11 @@ func (l *lock) takeLease(ctx context.Context) error {
 			continue // released meanwhile
 		}
 		var cur lease
-		if json.Unmarshal(data, &cur) == nil && time.Now().UnixMilli() < cur.Expires {
+		if json.Unmarshal(data, &cur) == nil && time.Now().UnixMilli() < cur.Expires && !cur.deadOnThisHost() {
 			return fmt.Errorf("%w (held by %s until %s)", ErrLocked, cur.Owner, time.UnixMilli(cur.Expires).UTC().Format(time.RFC3339))
 		}
-		// Expired: the holder died. Remove it and race for it once more.
+		// Expired, or its holder died on this host: remove it and race for
+		// it once more.
 		if err := l.st.Delete(ctx, leaseKey); err != nil {
 			return fmt.Errorf("lock checkpoint: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"tidemark/lake"
 	"tidemark/lake/store"
+	"tidemark/lake/store/storetest"
 )
 
 // crashInput appends lines to two sources (a/ and b/, one file each) while
@@ -96,13 +97,36 @@ func TestCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	const kills = 20
+	crashKill9(t, 20, t.TempDir(), t.TempDir(), nil, nil)
+}
+
+// TestCrashKill9S3Lake is the same with the lake and its checkpoint in a
+// bucket of a real S3-compatible server (versitygw).
+func TestCrashKill9S3Lake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: not in -short")
+	}
+	srv := storetest.StartVersity(t)
+	bucket := srv.Bucket(t)
+	env := []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey,
+		"AWS_REGION=" + srv.Region, "AWS_ENDPOINT_URL=" + srv.Endpoint}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v) // for opening the lakes below, in this process
+	}
+	crashKill9(t, 10, "s3://"+bucket+"/crash", "s3://"+bucket+"/reference", env,
+		[]string{"--s3-endpoint", srv.Endpoint})
+}
+
+// crashKill9 runs the crash test on the lake at lakeURL; refURL is a fresh
+// lake for the uninterrupted run; env and flags go to every run.
+func crashKill9(t *testing.T, kills int, lakeURL, refURL string, env, flags []string) {
 	in := &crashInput{dir: t.TempDir(), lines: map[string]bool{}}
-	lakeDir := t.TempDir()
+	lakeDir := lakeURL
 	rng := rand.New(rand.NewPCG(42, 9))
-	args := []string{"stream", "--source", filepath.Join(in.dir, "a"), "--source", filepath.Join(in.dir, "b"), "--key", "page", "--value", "value",
+	args := append([]string{"stream", "--source", filepath.Join(in.dir, "a"), "--source", filepath.Join(in.dir, "b"), "--key", "page", "--value", "value",
 		"--window", "1m", "--lateness", "30s", "--max-batch-rows", "150", "--rescan-interval", "50ms",
-		"--lake", lakeDir, "--progress", filepath.Join(t.TempDir(), "progress.ndjson")}
+		"--lake", lakeDir, "--progress", filepath.Join(t.TempDir(), "progress.ndjson")}, flags...)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -112,6 +136,7 @@ func TestCrashKill9(t *testing.T) {
 	survived, replays := 0, 0
 	for i := 0; i < kills; i++ {
 		cmd := exec.Command(binary, args...)
+		cmd.Env = append(cmd.Environ(), env...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -133,7 +158,7 @@ func TestCrashKill9(t *testing.T) {
 		t.Fatalf("writer: %v", err)
 	}
 	// Finish: process everything, close every window.
-	if _, stderr, code := run(t, append(args, "--once", "--drain")...); code != 0 {
+	if _, stderr, code := runEnv(t, env, append(args, "--once", "--drain")...); code != 0 {
 		t.Fatalf("final run: exit %d\n%s", code, stderr)
 	}
 	t.Logf("survived %d kill -9s; %d restarts replayed a batch the kill interrupted", survived, replays)
@@ -180,14 +205,14 @@ func TestCrashKill9(t *testing.T) {
 	}
 
 	// window_results equals an uninterrupted run over the same files.
-	refLake := t.TempDir()
+	refLake := refURL
 	ref := append([]string{}, args...)
 	for i := range ref {
 		if ref[i] == lakeDir {
 			ref[i] = refLake
 		}
 	}
-	if _, stderr, code := run(t, append(ref, "--once", "--drain")...); code != 0 {
+	if _, stderr, code := runEnv(t, env, append(ref, "--once", "--drain")...); code != 0 {
 		t.Fatalf("reference run: exit %d\n%s", code, stderr)
 	}
 	gotW := windowSummary(t, lk)
@@ -204,9 +229,9 @@ func head(s []string) []string {
 	return s
 }
 
-func openTestLake(t *testing.T, dir string) *lake.Lake {
+func openTestLake(t *testing.T, loc string) *lake.Lake {
 	t.Helper()
-	st, err := store.OpenDir(dir)
+	st, err := store.Open(context.Background(), loc, store.S3Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
