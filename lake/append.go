@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"tidemark"
@@ -22,6 +23,35 @@ type Batch struct {
 	Records    []tidemark.Record
 	Closed     []WindowRow
 	IngestTime int64 // µs; 0 means the lake's clock
+	// Watermark is the stream's W after the batch, if it has one. It is
+	// recorded in the raw_events commit as a txn of its own appId
+	// (WatermarkAppID), so reconcile knows which windows the stream has
+	// closed even when it emitted nothing for them.
+	Watermark *int64
+}
+
+// watermarkPrefix starts the appId of the txn recording a stream's watermark.
+const watermarkPrefix = "tidemark-watermark:"
+
+// WatermarkAppID is the txn appId under which raw_events records the
+// watermark of the stream appID; the txn's version is the watermark in µs.
+func WatermarkAppID(appID string) string { return watermarkPrefix + appID }
+
+// StreamWatermark returns the highest watermark any stream recorded in
+// raw_events (see Batch.Watermark).
+func (l *Lake) StreamWatermark(ctx context.Context) (int64, bool, error) {
+	snap, err := l.tables[TableRawEvents].dt.Snapshot(ctx, -1)
+	if err != nil {
+		return 0, false, fmt.Errorf("stream watermark: %w", err)
+	}
+	var w int64
+	has := false
+	for appID, txn := range snap.Txns {
+		if strings.HasPrefix(appID, watermarkPrefix) && (!has || txn.Version > w) {
+			w, has = txn.Version, true
+		}
+	}
+	return w, has, nil
 }
 
 // addFile is a written data file and the partition it belongs to.
@@ -60,7 +90,11 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 	}
 	params := map[string]string{"outputMode": "Append", "queryId": b.AppID, "epochId": strconv.FormatInt(b.BatchID, 10)}
 	if len(valid) > 0 {
-		err := l.appendTable(ctx, l.tables[TableRawEvents], txn, "STREAMING UPDATE", params, func() ([]addFile, error) {
+		var extra []delta.Action
+		if b.Watermark != nil {
+			extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
+		}
+		err := l.appendTable(ctx, l.tables[TableRawEvents], txn, extra, "STREAMING UPDATE", params, func() ([]addFile, error) {
 			return l.writeRaw(ctx, b.Records, valid, ingest, b.BatchID)
 		})
 		if err != nil {
@@ -68,7 +102,7 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 		}
 	}
 	if len(bad) > 0 {
-		err := l.appendTable(ctx, l.tables[TableQuarantine], txn, "STREAMING UPDATE", params, func() ([]addFile, error) {
+		err := l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
 			return l.writeQuarantine(ctx, b.Records, bad, ingest, b.BatchID)
 		})
 		if err != nil {
@@ -83,9 +117,10 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 	return nil
 }
 
-// appendTable commits the files write produces as a blind append with txn,
-// unless the table already holds txn (then write is not even called).
-func (l *Lake) appendTable(ctx context.Context, h *handle, txn *delta.Txn, op string, params map[string]string, write func() ([]addFile, error)) error {
+// appendTable commits the files write produces, plus the extra actions, as
+// a blind append with txn, unless the table already holds txn (then write
+// is not even called).
+func (l *Lake) appendTable(ctx context.Context, h *handle, txn *delta.Txn, extra []delta.Action, op string, params map[string]string, write func() ([]addFile, error)) error {
 	snap, err := h.dt.Snapshot(ctx, -1)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", h.def.name, err)
@@ -100,12 +135,13 @@ func (l *Lake) appendTable(ctx context.Context, h *handle, txn *delta.Txn, op st
 	}
 	now := l.clock().UnixMilli()
 	var rows, size int64
-	actions := make([]delta.Action, len(files))
+	actions := make([]delta.Action, len(files), len(files)+len(extra))
 	for i, f := range files {
 		actions[i] = f.action(now, true)
 		rows += f.Rows
 		size += f.Size
 	}
+	actions = append(actions, extra...)
 	_, err = h.dt.Commit(ctx, &delta.Transaction{
 		ReadVersion:         snap.Version,
 		Actions:             actions,

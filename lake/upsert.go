@@ -36,7 +36,7 @@ func (l *Lake) Upsert(ctx context.Context, rows []WindowRow, appID string, versi
 	}
 	if len(log) > 0 {
 		h := l.tables[TableReconcileLog]
-		err := l.appendTable(ctx, h, txn, "WRITE", map[string]string{"mode": "Append"}, func() ([]addFile, error) {
+		err := l.appendTable(ctx, h, txn, nil, "WRITE", map[string]string{"mode": "Append"}, func() ([]addFile, error) {
 			f, err := l.writeReconcileLog(ctx, log)
 			if err != nil {
 				return nil, err

@@ -85,6 +85,14 @@ func (p *progress) streamWatermark(ctx context.Context, lk *lake.Lake) (int64, b
 			}
 		}
 	}
+	// The stream also records its watermark with every raw_events commit,
+	// which covers windows it closed without emitting anything (only late
+	// rows reached them).
+	if rw, ok, err := lk.StreamWatermark(ctx); err != nil {
+		return 0, false, err
+	} else if ok && (!has || rw > w) {
+		w, has = rw, true
+	}
 	return w, has, nil
 }
 

@@ -284,7 +284,7 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 	for i, e := range res.Emitted {
 		rows[i] = lake.WindowRow{Result: e, Origin: lake.OriginStream, Revision: 1, ComputedAt: entry.ReadTime, Watermark: wm}
 	}
-	err := r.lake.AppendBatch(ctx, lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime})
+	err := r.lake.AppendBatch(ctx, lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime, Watermark: wm})
 	if err != nil {
 		return err
 	}

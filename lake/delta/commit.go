@@ -17,7 +17,10 @@ type Transaction struct {
 	// ReadVersion is the snapshot version the transaction was built on; -1
 	// creates the table (Actions must then hold Protocol and Metadata).
 	ReadVersion int64
-	Actions     []Action
+	// Actions are the adds, removes, protocol and metadata to commit; they
+	// may also hold txn actions of other appIds: values recorded with the
+	// commit (the snapshot keeps the latest per appId).
+	Actions []Action
 	// Operation, OperationParameters and OperationMetrics go to commitInfo
 	// ("WRITE", "DELETE", "OPTIMIZE", "STREAMING UPDATE", ...).
 	Operation           string
@@ -70,8 +73,11 @@ func (t *Table) Commit(ctx context.Context, tx *Transaction) (int64, error) {
 		case a.Remove != nil:
 			removes[canonPath(a.Remove.Path)] = true
 		case a.Add != nil:
+		case a.Txn != nil && (tx.Txn == nil || a.Txn.AppID != tx.Txn.AppID):
+			// A txn of another appId records a value (e.g. a stream's
+			// watermark) without making this commit conditional on it.
 		case a.CommitInfo != nil, a.Txn != nil:
-			return -1, fmt.Errorf("commit %s: action %d: commitInfo and txn come from the Transaction fields", t.path, i)
+			return -1, fmt.Errorf("commit %s: action %d: commitInfo and the idempotence txn come from the Transaction fields", t.path, i)
 		default:
 			return -1, fmt.Errorf("commit %s: action %d is empty", t.path, i)
 		}
@@ -208,6 +214,11 @@ func (t *Table) encodeCommit(tx *Transaction, now int64) ([]byte, error) {
 			txn.LastUpdated = now
 		}
 		out = append(out, Action{Txn: &txn})
+	}
+	for _, a := range tx.Actions {
+		if a.Txn != nil {
+			out = append(out, a)
+		}
 	}
 	for _, a := range tx.Actions {
 		if a.Add != nil || a.Remove != nil {
