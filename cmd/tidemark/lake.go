@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 
 	"time"
 
@@ -26,11 +28,27 @@ func lakeFlags() []cli.Flag {
 // only read need no write access.
 func openLake(c *cli.Context, readOnly bool) (*lake.Lake, error) {
 	loc := c.String("lake")
+	if err := lakeExists(loc); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(c.Context, loc, store.S3Config{Endpoint: c.String("s3-endpoint"), SkipProbe: readOnly})
 	if err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", loc, err)
 	}
 	return lake.Open(c.Context, st, lake.Config{}) // its errors name the lake
+}
+
+// lakeExists refuses a local lake directory that is not there: opening a
+// directory store creates it, and for a command that works on an existing
+// lake a missing one is a mistake (a typo) to report, not a directory to make.
+func lakeExists(loc string) error {
+	if strings.HasPrefix(loc, "s3://") {
+		return nil
+	}
+	if _, err := os.Stat(loc); err != nil {
+		return fmt.Errorf("open lake %s: %w", loc, err)
+	}
+	return nil
 }
 
 // parseTime reads a --from/--to value: RFC 3339, or a date (midnight UTC).

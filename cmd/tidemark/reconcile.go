@@ -85,6 +85,9 @@ func runReconcile(c *cli.Context) error {
 		}
 		defer bar.Finish()
 	}
+	if err := lakeExists(cfg.Lake); err != nil {
+		return err
+	}
 	rep, err := reconcile.Run(c.Context, cfg)
 	if err != nil {
 		return err
