@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -215,10 +214,11 @@ func (l *Lake) Windows(ctx context.Context, from, to int64, version int64) ([]Wi
 	return out, nil
 }
 
-// AllFrom and AllTo are the widest [from, to) range, for Windows and ScanRaw.
+// AllFrom and AllTo are the widest [from, to) range, for Windows and
+// ScanRaw: the root package's -infinity and +infinity.
 const (
-	AllFrom int64 = math.MinInt64
-	AllTo   int64 = math.MaxInt64
+	AllFrom = tidemark.MinTime
+	AllTo   = tidemark.MaxTime
 )
 
 // parseStatsTime reads a timestamp bound from Delta stats

@@ -37,25 +37,8 @@ func latenessCommand() *cli.Command {
 func runLateness(c *cli.Context) error {
 	var cfg lateness.Config
 	var err error
-	switch {
-	case c.IsSet("since") && (c.IsSet("from") || c.IsSet("to")):
-		return fmt.Errorf("--since and --from/--to exclude each other")
-	case c.IsSet("since"):
-		if c.Duration("since") <= 0 {
-			return fmt.Errorf("--since must be positive, got %s", c.Duration("since"))
-		}
-		cfg.From = time.Now().Add(-c.Duration("since")).UnixMicro()
-	default:
-		if s := c.String("from"); s != "" {
-			if cfg.From, err = parseTime("from", s); err != nil {
-				return err
-			}
-		}
-		if s := c.String("to"); s != "" {
-			if cfg.To, err = parseTime("to", s); err != nil {
-				return err
-			}
-		}
+	if cfg.From, cfg.To, err = timeRange(c); err != nil {
+		return err
 	}
 	format := c.String("format")
 	if format != "table" && format != "json" && format != "csv" {

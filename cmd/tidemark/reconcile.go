@@ -54,17 +54,18 @@ func reconcileConfig(c *cli.Context) (reconcile.Config, error) {
 	return cfg, nil
 }
 
+// parseFlagTime reads an optional --from/--to as reconcile.Config wants it
+// (the zero time when unset).
 func parseFlagTime(c *cli.Context, name string) (time.Time, error) {
 	s := c.String(name)
 	if s == "" {
 		return time.Time{}, nil
 	}
-	for _, layout := range []string{time.RFC3339Nano, time.DateOnly, "2006-01-02T15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
+	us, err := parseTime(name, s)
+	if err != nil {
+		return time.Time{}, err
 	}
-	return time.Time{}, fmt.Errorf("--%s %q: want RFC 3339 (2026-01-02T15:04:05Z) or YYYY-MM-DD", name, s)
+	return time.UnixMicro(us).UTC(), nil
 }
 
 // runReconcile is the action of `tidemark reconcile`.
