@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,22 +81,32 @@ func (c *checkpoint) streamID(ctx context.Context) (string, error) {
 	return meta.ID, nil
 }
 
-// latest returns the highest batch id stored in dir, or -1.
-func (c *checkpoint) latest(ctx context.Context, dir string) (int64, error) {
+// batchIDs lists the batch ids stored in dir, ascending.
+func (c *checkpoint) batchIDs(ctx context.Context, dir string) ([]int64, error) {
 	infos, err := c.st.List(ctx, dir+"/")
 	if err != nil {
-		return -1, fmt.Errorf("list checkpoint %s: %w", dir, err)
+		return nil, fmt.Errorf("list checkpoint %s: %w", dir, err)
 	}
-	best := int64(-1)
+	var ids []int64
 	for _, in := range infos {
 		name := strings.TrimSuffix(strings.TrimPrefix(in.Key, dir+"/"), ".json")
 		id, err := strconv.ParseInt(name, 10, 64)
 		if err != nil || strings.Contains(name, "/") {
 			continue // not ours
 		}
-		best = max(best, id)
+		ids = append(ids, id)
 	}
-	return best, nil
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// latest returns the highest batch id stored in dir, or -1.
+func (c *checkpoint) latest(ctx context.Context, dir string) (int64, error) {
+	ids, err := c.batchIDs(ctx, dir)
+	if err != nil || len(ids) == 0 {
+		return -1, err
+	}
+	return ids[len(ids)-1], nil
 }
 
 func (c *checkpoint) read(ctx context.Context, key string, v any) error {
@@ -157,26 +167,31 @@ func (c *checkpoint) recover(ctx context.Context) (recovered, error) {
 	return r, nil
 }
 
-// cleanup deletes entries older than the newest keepEntries.
+// cleanup deletes the entries that batch upTo pushed out of the newest
+// keepEntries: one per log, no listing on the batch path.
 func (c *checkpoint) cleanup(ctx context.Context, upTo int64) error {
 	var errs []error
 	for _, dir := range []string{"offsets", "commits"} {
-		infos, err := c.st.List(ctx, dir+"/")
+		if id := upTo - keepEntries; id >= 0 {
+			errs = append(errs, c.st.Delete(ctx, batchKey(dir, id)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweep deletes every entry older than the newest keepEntries below upTo,
+// including those a crash kept cleanup from deleting; run at start.
+func (c *checkpoint) sweep(ctx context.Context, upTo int64) error {
+	var errs []error
+	for _, dir := range []string{"offsets", "commits"} {
+		ids, err := c.batchIDs(ctx, dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		var ids []int64
-		for _, in := range infos {
-			id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(in.Key, dir+"/"), ".json"), 10, 64)
-			if err == nil && id <= upTo-keepEntries {
-				ids = append(ids, id)
-			}
-		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		for _, id := range ids {
-			if err := c.st.Delete(ctx, batchKey(dir, id)); err != nil {
-				errs = append(errs, err)
+			if id <= upTo-keepEntries {
+				errs = append(errs, c.st.Delete(ctx, batchKey(dir, id)))
 			}
 		}
 	}

@@ -173,6 +173,9 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		}
 		resume = rec.commit.End
 		r.nextID = rec.commit.BatchID + 1
+		if err := r.ck.sweep(ctx, rec.commit.BatchID); err != nil {
+			cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
+		}
 	}
 	if r.engine, err = New(cfg.Engine, state); err != nil {
 		return nil, err
