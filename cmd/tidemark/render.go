@@ -19,12 +19,18 @@ type cell struct {
 	null bool
 }
 
-func strCell(s string) cell     { return cell{s: s} }
-func numCell(s string) cell     { return cell{s: s, num: true} }
-func nullCell() cell            { return cell{null: true} }
-func timeCell(us int64) cell    { return cell{s: tidemark.FormatTime(us)} }
-func (c cell) table() string    { return map[bool]string{true: "∅", false: c.s}[c.null] }
-func (c cell) csvValue() string { return c.s }
+func strCell(s string) cell  { return cell{s: s} }
+func numCell(s string) cell  { return cell{s: s, num: true} }
+func nullCell() cell         { return cell{null: true} }
+func timeCell(us int64) cell { return cell{s: tidemark.FormatTime(us)} }
+
+// table renders the cell for the table format: null as ∅.
+func (c cell) table() string {
+	if c.null {
+		return "∅"
+	}
+	return c.s
+}
 
 // renderer collects rows and writes them as a table, CSV or JSON lines.
 type renderer struct {
@@ -52,7 +58,7 @@ func (r *renderer) flush(w io.Writer) error {
 		for _, row := range r.rows {
 			rec := make([]string, len(row))
 			for i, c := range row {
-				rec[i] = c.csvValue()
+				rec[i] = c.s
 			}
 			cw.Write(rec)
 		}
