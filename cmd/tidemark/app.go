@@ -9,10 +9,9 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+	"tidemark"
+)
 
 // newApp builds the command tree. Actions return errors and never call
 // os.Exit, so tests can run the app in-process.
@@ -20,7 +19,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:    "tidemark",
 		Usage:   "event-time windows from a stream, made exact by a nightly batch over a Delta Lake",
-		Version: version,
+		Version: tidemark.Version,
 		Commands: []*cli.Command{
 			streamCommand(),
 			reconcileCommand(),
