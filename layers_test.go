@@ -15,7 +15,7 @@ var allowed = map[string][]string{
 	"tidemark/ingest":               {"tidemark"},
 	"tidemark/lake/store":           {},
 	"tidemark/lake/store/storetest": {"tidemark/lake/store"},
-	"tidemark/lake/delta":           {"tidemark/lake/store"},
+	"tidemark/lake/delta":           {"tidemark", "tidemark/lake/store"},
 	"tidemark/lake":                 {"tidemark", "tidemark/lake/store", "tidemark/lake/delta"},
 	"tidemark/stream":               {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},
 	"tidemark/batch":                {"tidemark", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},

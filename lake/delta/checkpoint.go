@@ -12,73 +12,98 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"tidemark"
 	"tidemark/lake/store"
 )
 
-// The checkpoint row types follow Spark's checkpoint schema. Columns are
-// matched by name on read, so delta-rs's column order (and files missing
-// some columns) read the same; every field is optional. add and remove
-// repeat fields because the protocol's actions do, not by accident.
+// The checkpoint row types are Spark's checkpoint schema (Delta 2.4-3.x,
+// as in the spark-*-checkpoint golden tables): the same columns, in the same
+// order, with the same types and repetitions, including the ones tidemark
+// never fills (deletion vectors, row tracking, domainMetadata), so readers
+// that bind the schema Spark writes find every column they look for.
+// Columns are matched by name on read, so delta-rs's column order (and
+// files missing some columns) read the same; every field is optional.
+//
+// Every leaf is PLAIN (the `plain` tags; map keys and values through
+// parquet-key/parquet-value, list elements through parquet-element), never
+// parquet-go's DELTA_LENGTH_BYTE_ARRAY default for strings, which readers
+// that implement what Spark and delta-rs write cannot decode.
 type cpRow struct {
-	Txn      *cpTxn      `parquet:"txn,optional"`
-	Add      *cpAdd      `parquet:"add,optional"`
-	Remove   *cpRemove   `parquet:"remove,optional"`
-	MetaData *cpMetadata `parquet:"metaData,optional"`
-	Protocol *cpProtocol `parquet:"protocol,optional"`
+	Txn            *cpTxn            `parquet:"txn,optional"`
+	Add            *cpAdd            `parquet:"add,optional"`
+	Remove         *cpRemove         `parquet:"remove,optional"`
+	MetaData       *cpMetadata       `parquet:"metaData,optional"`
+	Protocol       *cpProtocol       `parquet:"protocol,optional"`
+	DomainMetadata *cpDomainMetadata `parquet:"domainMetadata,optional"`
 }
 
 type cpTxn struct {
-	AppID       *string `parquet:"appId,optional"`
-	Version     *int64  `parquet:"version,optional"`
-	LastUpdated *int64  `parquet:"lastUpdated,optional"`
+	AppID       *string `parquet:"appId,optional,plain"`
+	Version     *int64  `parquet:"version,optional,plain"`
+	LastUpdated *int64  `parquet:"lastUpdated,optional,plain"`
 }
 
 type cpAdd struct {
-	Path             *string            `parquet:"path,optional"`
-	PartitionValues  map[string]*string `parquet:"partitionValues,optional"`
-	Size             *int64             `parquet:"size,optional"`
-	ModificationTime *int64             `parquet:"modificationTime,optional"`
-	DataChange       *bool              `parquet:"dataChange,optional"`
-	Tags             map[string]*string `parquet:"tags,optional"`
-	DeletionVector   *cpDV              `parquet:"deletionVector,optional"`
-	Stats            *string            `parquet:"stats,optional"`
+	Path                    *string            `parquet:"path,optional,plain"`
+	PartitionValues         map[string]*string `parquet:"partitionValues,optional" parquet-key:",plain" parquet-value:",optional,plain"`
+	Size                    *int64             `parquet:"size,optional,plain"`
+	ModificationTime        *int64             `parquet:"modificationTime,optional,plain"`
+	DataChange              *bool              `parquet:"dataChange,optional,plain"`
+	Tags                    map[string]*string `parquet:"tags,optional" parquet-key:",plain" parquet-value:",optional,plain"`
+	DeletionVector          *cpDV              `parquet:"deletionVector,optional"`
+	BaseRowID               *int64             `parquet:"baseRowId,optional,plain"`
+	DefaultRowCommitVersion *int64             `parquet:"defaultRowCommitVersion,optional,plain"`
+	Stats                   *string            `parquet:"stats,optional,plain"`
 }
 
 type cpDV struct {
-	StorageType *string `parquet:"storageType,optional"`
+	StorageType    *string `parquet:"storageType,optional,plain"`
+	PathOrInlineDv *string `parquet:"pathOrInlineDv,optional,plain"`
+	Offset         *int32  `parquet:"offset,optional,plain"`
+	SizeInBytes    *int32  `parquet:"sizeInBytes,optional,plain"`
+	Cardinality    *int64  `parquet:"cardinality,optional,plain"`
+	MaxRowIndex    *int64  `parquet:"maxRowIndex,optional,plain"`
 }
 
 type cpRemove struct {
-	Path                 *string            `parquet:"path,optional"`
-	DeletionTimestamp    *int64             `parquet:"deletionTimestamp,optional"`
-	DataChange           *bool              `parquet:"dataChange,optional"`
-	ExtendedFileMetadata *bool              `parquet:"extendedFileMetadata,optional"`
-	PartitionValues      map[string]*string `parquet:"partitionValues,optional"`
-	Size                 *int64             `parquet:"size,optional"`
-	DeletionVector       *cpDV              `parquet:"deletionVector,optional"`
+	Path                    *string            `parquet:"path,optional,plain"`
+	DeletionTimestamp       *int64             `parquet:"deletionTimestamp,optional,plain"`
+	DataChange              *bool              `parquet:"dataChange,optional,plain"`
+	ExtendedFileMetadata    *bool              `parquet:"extendedFileMetadata,optional,plain"`
+	PartitionValues         map[string]*string `parquet:"partitionValues,optional" parquet-key:",plain" parquet-value:",optional,plain"`
+	Size                    *int64             `parquet:"size,optional,plain"`
+	DeletionVector          *cpDV              `parquet:"deletionVector,optional"`
+	BaseRowID               *int64             `parquet:"baseRowId,optional,plain"`
+	DefaultRowCommitVersion *int64             `parquet:"defaultRowCommitVersion,optional,plain"`
 }
 
 type cpFormat struct {
-	Provider *string            `parquet:"provider,optional"`
-	Options  map[string]*string `parquet:"options,optional"`
+	Provider *string            `parquet:"provider,optional,plain"`
+	Options  map[string]*string `parquet:"options,optional" parquet-key:",plain" parquet-value:",optional,plain"`
 }
 
 type cpMetadata struct {
-	ID               *string            `parquet:"id,optional"`
-	Name             *string            `parquet:"name,optional"`
-	Description      *string            `parquet:"description,optional"`
+	ID               *string            `parquet:"id,optional,plain"`
+	Name             *string            `parquet:"name,optional,plain"`
+	Description      *string            `parquet:"description,optional,plain"`
 	Format           *cpFormat          `parquet:"format,optional"`
-	SchemaString     *string            `parquet:"schemaString,optional"`
-	PartitionColumns []*string          `parquet:"partitionColumns,optional,list"`
-	Configuration    map[string]*string `parquet:"configuration,optional"`
-	CreatedTime      *int64             `parquet:"createdTime,optional"`
+	SchemaString     *string            `parquet:"schemaString,optional,plain"`
+	PartitionColumns []*string          `parquet:"partitionColumns,optional,list" parquet-element:",optional,plain"`
+	Configuration    map[string]*string `parquet:"configuration,optional" parquet-key:",plain" parquet-value:",optional,plain"`
+	CreatedTime      *int64             `parquet:"createdTime,optional,plain"`
 }
 
 type cpProtocol struct {
-	MinReaderVersion *int32    `parquet:"minReaderVersion,optional"`
-	MinWriterVersion *int32    `parquet:"minWriterVersion,optional"`
-	ReaderFeatures   []*string `parquet:"readerFeatures,optional,list"`
-	WriterFeatures   []*string `parquet:"writerFeatures,optional,list"`
+	MinReaderVersion *int32    `parquet:"minReaderVersion,optional,plain"`
+	MinWriterVersion *int32    `parquet:"minWriterVersion,optional,plain"`
+	ReaderFeatures   []*string `parquet:"readerFeatures,optional,list" parquet-element:",optional,plain"`
+	WriterFeatures   []*string `parquet:"writerFeatures,optional,list" parquet-element:",optional,plain"`
+}
+
+type cpDomainMetadata struct {
+	Domain        *string `parquet:"domain,optional,plain"`
+	Configuration *string `parquet:"configuration,optional,plain"`
+	Removed       *bool   `parquet:"removed,optional,plain"`
 }
 
 func deref[T any](p *T) T {
@@ -268,6 +293,24 @@ func readCheckpointFile(ctx context.Context, st store.Store, key string) (action
 	}
 }
 
+// checkpointWriterOptions are the Parquet settings of a checkpoint, each
+// set as Spark writes its checkpoints rather than left to parquet-go:
+// SNAPPY, data page v1, PLAIN values (also as the default of every
+// physical type, should a leaf lack its tag) with RLE levels, and a
+// created_by parquet-mr parses.
+func checkpointWriterOptions() []parquet.WriterOption {
+	opts := []parquet.WriterOption{
+		checkpointSchema,
+		parquet.Compression(&parquet.Snappy),
+		parquet.DataPageVersion(1),
+		&parquet.WriterConfig{CreatedBy: tidemark.CreatedBy()},
+	}
+	for _, k := range []parquet.Kind{parquet.Boolean, parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.ByteArray} {
+		opts = append(opts, parquet.DefaultEncodingFor(k, &parquet.Plain))
+	}
+	return opts
+}
+
 // writeCheckpoint writes a classic single-file checkpoint of s and then
 // _last_checkpoint. The checkpoint holds protocol, metaData, every txn,
 // every active add and every tombstone, one per row.
@@ -292,8 +335,7 @@ func (t *Table) writeCheckpoint(ctx context.Context, s *state) (err error) {
 				err = fmt.Errorf("parquet writer panic: %v", p)
 			}
 		}()
-		w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&parquet.Zstd), parquet.DataPageVersion(1),
-			parquet.CreatedBy("tidemark", "", ""))
+		w := parquet.NewGenericWriter[cpRow](&buf, checkpointWriterOptions()...)
 		if _, err = w.Write(rows); err != nil {
 			return
 		}
