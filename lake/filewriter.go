@@ -34,7 +34,9 @@ func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
 		parquet.DictionaryMaxBytes(dictMaxBytes),
 		parquet.PageBufferSize(1 << 20),
 		parquet.WriteBufferSize(1 << 20),
-		parquet.CreatedBy("tidemark", "0", ""),
+		// parquet-go's CreatedBy leaves no blank before "(build", and the
+		// version is the release's, so the whole string is set here.
+		&parquet.WriterConfig{CreatedBy: tidemark.CreatedBy()},
 	}
 }
 

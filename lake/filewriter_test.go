@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go/format"
 
+	"tidemark"
 	"tidemark/lake/store"
 )
 
@@ -158,8 +159,9 @@ func TestFileRowGroupsBounded(t *testing.T) {
 	}
 }
 
-// TestFileFooter checks what Spark needs: TIMESTAMP(MICROS, UTC), no
-// DELTA_LENGTH_BYTE_ARRAY, data pages v1, zstd.
+// TestFileFooter checks what Spark needs: TIMESTAMP(MICROS, UTC), PLAIN or
+// dictionary values only (no DELTA_LENGTH_BYTE_ARRAY), data pages v1, zstd,
+// and a created_by parquet-mr parses (tidemark.CreatedBy, tested there).
 func TestFileFooter(t *testing.T) {
 	st, err := store.OpenDir(t.TempDir())
 	if err != nil {
@@ -181,13 +183,18 @@ func TestFileFooter(t *testing.T) {
 			t.Errorf("got ts logical type %v, want TIMESTAMP(isAdjustedToUTC=true,unit=MICROS)", &el.LogicalType)
 		}
 	}
+	if md.CreatedBy != tidemark.CreatedBy() {
+		t.Errorf("created_by: got %q, want %q", md.CreatedBy, tidemark.CreatedBy())
+	}
+	allowed := map[format.Encoding]bool{format.Plain: true, format.RLEDictionary: true, format.PlainDictionary: true, format.RLE: true}
 	sch := fr.f.Schema()
-	for _, name := range []string{"k", "p", "raw"} {
+	for _, c := range testTable().cols {
+		name := c.name
 		lc, _ := sch.Lookup(name)
 		for _, rg := range md.RowGroups {
 			cm := rg.Columns[lc.ColumnIndex].MetaData
 			for _, e := range cm.Encoding {
-				if e == format.DeltaLengthByteArray || e == format.DeltaByteArray {
+				if !allowed[e] {
 					t.Errorf("column %s: got encoding %v, want PLAIN or dictionary", name, e)
 				}
 			}
