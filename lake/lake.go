@@ -162,8 +162,9 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 			return nil, fmt.Errorf("open lake %s: %w: table %s has %s but %s has %s", st, ErrConfigMismatch, rememberedBy, remembered.describe(), name, got.describe())
 		}
 	}
+	adopted := remembered != nil && cfg.adopt()
 	switch {
-	case remembered != nil && cfg.adopt():
+	case adopted:
 		cfg.Keys, cfg.ValueField, cfg.Window = remembered.Keys, remembered.ValueField, remembered.Window
 	case remembered != nil && !sameSetup(*remembered, cfg):
 		return nil, fmt.Errorf("open lake %s: %w: the lake was created with %s, this run asks for %s; use the same flags or another --lake", st, ErrConfigMismatch, remembered.describe(), cfg.describe())
@@ -173,7 +174,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	if cfg.Window.Slide <= 0 {
 		cfg.Window.Slide = cfg.Window.Size
 	}
-	if err := validate(cfg); err != nil {
+	if err := validate(cfg, adopted); err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", st, err)
 	}
 	l.cfg = cfg
@@ -194,33 +195,17 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	return l, nil
 }
 
-// validate refuses keys that would collide with the tables' own columns.
-func validate(cfg Config) error {
+// validate checks a setup before tables are made for it. Keys the lake
+// already remembers (adopted) are read as they are: a lake created before
+// CheckKeys existed stays readable.
+func validate(cfg Config, adopted bool) error {
 	if cfg.Window.Size <= 0 {
 		return fmt.Errorf("window must be positive, got %d µs", cfg.Window.Size)
 	}
-	own := map[string]bool{}
-	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil)} {
-		for _, c := range t.cols {
-			own[c.name] = true
-		}
-		for _, p := range t.partCols {
-			own[p] = true
-		}
+	if adopted {
+		return nil
 	}
-	seen := map[string]bool{}
-	for _, k := range cfg.Keys {
-		switch {
-		case k == "":
-			return errors.New("empty --key name")
-		case own[k] || tidemark.ReservedColumn(k):
-			return fmt.Errorf("--key %s is the name of one of the lake's own columns", k)
-		case seen[k]:
-			return fmt.Errorf("--key %s given twice", k)
-		}
-		seen[k] = true
-	}
-	return nil
+	return CheckKeys(cfg.Keys)
 }
 
 // create writes version 0 of a table. A racing creator may win; then its

@@ -2,7 +2,9 @@ package lake
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -261,4 +263,51 @@ func reconcileLogTable(keys []string) *table {
 			{name: "corrected_at", kind: kindTimestamp},
 		},
 	)...)
+}
+
+// badNameChars are the characters Delta refuses in a column name without
+// column mapping (Spark's ParquetSchemaConverter.checkFieldName).
+const badNameChars = " ,;{}()\n\t="
+
+// ownColumns maps the lower-cased name of every column of the lake's four
+// tables, partition columns included, to its name.
+var ownColumns = func() map[string]string {
+	own := map[string]string{}
+	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil)} {
+		for _, c := range t.cols {
+			own[strings.ToLower(c.name)] = c.name
+		}
+		for _, p := range t.partCols {
+			own[strings.ToLower(p)] = p
+		}
+	}
+	return own
+}()
+
+// CheckKeys reports, in one line, why keys cannot be a lake's grouping
+// columns, or nil if they can. Each key becomes a column of raw_events,
+// window_results and reconcile_log under its own name, and Spark, DuckDB
+// and Trino resolve column names ignoring case, so a key must not equal
+// another key or one of the lake's own columns ignoring case ("Status" is
+// "status" to them), and must hold none of the characters Delta does not
+// allow in a column name without column mapping.
+func CheckKeys(keys []string) error {
+	seen := map[string]string{}
+	for _, k := range keys {
+		lower := strings.ToLower(k)
+		switch {
+		case k == "":
+			return errors.New("--key must not be empty")
+		case strings.ContainsAny(k, badNameChars):
+			return fmt.Errorf("--key %q: a Delta column name cannot hold any of %q (Spark refuses the table); rename the field in the input", k, badNameChars)
+		case ownColumns[lower] != "":
+			return fmt.Errorf("--key %q is a column name of the lake's tables (%q; Spark and DuckDB match column names ignoring case); rename the field in the input or pick another key", k, ownColumns[lower])
+		case seen[lower] == k:
+			return fmt.Errorf("--key %q given twice", k)
+		case seen[lower] != "":
+			return fmt.Errorf("--key %q and --key %q are one column to Spark and DuckDB, which match column names ignoring case", seen[lower], k)
+		}
+		seen[lower] = k
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/lake"
 	"tidemark/lake/store"
 	"tidemark/stream"
 )
@@ -77,18 +78,8 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		return cfg, fmt.Errorf("--idle-timeout must not be negative, got %s", c.Duration("idle-timeout"))
 	}
 	keys := c.StringSlice("key")
-	seen := map[string]bool{}
-	for _, k := range keys {
-		if k == "" {
-			return cfg, fmt.Errorf("--key must not be empty")
-		}
-		if tidemark.ReservedColumn(k) {
-			return cfg, fmt.Errorf("--key %q is a column name of the lake's tables; rename the field in the input or pick another key", k)
-		}
-		if seen[k] {
-			return cfg, fmt.Errorf("--key %q given twice", k)
-		}
-		seen[k] = true
+	if err := lake.CheckKeys(keys); err != nil {
+		return cfg, err
 	}
 	if c.Int("max-batch-rows") < 1 {
 		return cfg, fmt.Errorf("--max-batch-rows must be at least 1, got %d", c.Int("max-batch-rows"))
