@@ -40,6 +40,8 @@ type tableReport struct {
 	PartitionChecks  int      `json:"partition_checks"` // (file, column) pairs checked against the path
 	DerivedChecks    int      `json:"derived_checks"`   // (file, column) pairs checked against the data
 	PayloadRows      int64    `json:"payload_rows"`
+	// With -check-files: every Parquet file of the table, checkpoints too.
+	ParquetFiles *parquetFilesReport `json:"parquet_files,omitempty"`
 }
 
 // interopReport is what interop prints.
@@ -78,6 +80,9 @@ func interopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	input := fs.String("input", "", "the generator's input directory: check payloads byte-exact and that every input line is in raw_events or quarantine exactly once")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
 	maxList := fs.Int("max-failures", 20, "failures listed per table (all are counted)")
+	checkFiles := fs.Bool("check-files", false, "also check every Parquet file of every table, data files and checkpoints, for what tidemark writes: created_by parquet-mr parses (tidemark, a semver, a build), zstd data files and SNAPPY checkpoints, PLAIN or dictionary encodings, v1 data pages")
+	wantVersion := fs.String("version", "", "with -check-files: the version created_by must name (what tidemark --version prints)")
+	minCheckpoints := fs.Int("min-checkpoints", 0, "with -check-files: fail unless the lake's tables hold at least this many checkpoints in all")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,9 +109,18 @@ func interopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *input != "" {
 		cov = newCoverage(*input)
 	}
+	checkpoints := 0
 	for _, t := range tables {
 		tr := checkTable(ctx, db, rep, t.name, t.dir, cov)
+		if *checkFiles {
+			pf := checkParquetFiles(ctx, db, rep, t.name, t.dir, *wantVersion)
+			tr.ParquetFiles = &pf
+			checkpoints += pf.Checkpoints
+		}
 		rep.Tables = append(rep.Tables, tr)
+	}
+	if *checkFiles && checkpoints < *minCheckpoints {
+		rep.fail("lake", "%d checkpoints in all tables, want at least %d (more commits: a smaller --max-batch-rows)", checkpoints, *minCheckpoints)
 	}
 	if cov != nil {
 		cov.finish(rep)
@@ -570,6 +584,9 @@ func (r *interopReport) writeText(w io.Writer) {
 			t.Name, t.Version, cp, t.Files, t.Rows, t.StatsRows, t.PartitionColumns, t.PartitionChecks, t.DerivedChecks, t.TimestampColumns)
 		if t.PayloadRows > 0 {
 			fmt.Fprintf(w, "; %d payloads byte-exact", t.PayloadRows)
+		}
+		if pf := t.ParquetFiles; pf != nil {
+			fmt.Fprintf(w, "; Parquet files checked: %d data files, %d checkpoints, %d column chunks, created_by %q", pf.DataFiles, pf.Checkpoints, pf.Chunks, pf.CreatedBy)
 		}
 		fmt.Fprintln(w)
 	}
