@@ -62,3 +62,40 @@ func BenchmarkCommitAppend(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteCheckpoint measures writing the checkpoint of a table with
+// 10,000 active files and 1,000 tombstones.
+func BenchmarkWriteCheckpoint(b *testing.B) {
+	st := newStore(b)
+	tbl := Open(st, "t", Options{Clock: testClock, CheckpointInterval: -1})
+	mustCommit(b, tbl, testCreate(true))
+	var actions []Action
+	for i := range 10_000 {
+		actions = append(actions, addIn(fmt.Sprintf("p%d", i%24), fmt.Sprintf("part-%05d.parquet", i)))
+	}
+	for i := range 1_000 {
+		a := addIn(fmt.Sprintf("p%d", i%24), fmt.Sprintf("gone-%05d.parquet", i)).Add
+		actions = append(actions, Action{Remove: &Remove{Path: a.Path, DeletionTimestamp: 1, DataChange: true,
+			ExtendedFileMetadata: true, PartitionValues: a.PartitionValues, Size: a.Size}})
+	}
+	mustCommit(b, tbl, &Transaction{ReadVersion: 0, Actions: actions, Txn: &Txn{AppID: "app", Version: 1}})
+	ctx := context.Background()
+	tbl.mu.Lock()
+	s := tbl.cached
+	tbl.mu.Unlock()
+	if s == nil || s.version != 1 {
+		b.Fatal("no cached state at version 1")
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := tbl.writeCheckpoint(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r, err := st.Open(ctx, "t/_delta_log/00000000000000000001.checkpoint.parquet")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(r.Size()), "bytes")
+	r.Close()
+}
