@@ -94,3 +94,44 @@ func TestCheckFilesFindsForeignFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzPageType: any bytes give a page type or an error, never a panic.
+func FuzzPageType(f *testing.F) {
+	f.Add([]byte{0x15, 0x00})
+	f.Add([]byte{0x15, 0x06, 0x15})
+	f.Add([]byte{0x15, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "page")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		if typ, err := pageType(fh, 0); err == nil && (len(b) < 2 || b[0] != 0x15) {
+			t.Fatalf("%x: got type %d, want an error", b, typ)
+		}
+	})
+}
+
+// FuzzCheckCreatedBy: any string is judged without a panic, and one it
+// accepts names tidemark, a semantic version and a build.
+func FuzzCheckCreatedBy(f *testing.F) {
+	f.Add("tidemark version 0.1.0-dev (build 911255ccb49a)")
+	f.Add("tidemark version 0(build )")
+	f.Add("parquet-mr version 1.12.3 (build f8dced18)")
+	f.Add("tidemark  version  1.2.3  (  build  x  )")
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkCreatedBy(s, "") != "" {
+			return
+		}
+		m := parquetMRVersion.FindStringSubmatch(s)
+		if m == nil || m[1] != "tidemark" || !parquetMRSemver.MatchString(m[2]) || m[3] == "" {
+			t.Fatalf("%q accepted, parsed as %q", s, m)
+		}
+	})
+}
