@@ -22,7 +22,7 @@ var checkpointSchema = parquet.NewSchema("spark_schema", checkpointNode(reflect.
 // checkpointNode builds the node of one cpRow field type (pointers are
 // OPTIONAL; maps are string to optional string; lists hold optional strings).
 func checkpointNode(t reflect.Type) parquet.Node {
-	plainString := parquet.Encoded(parquet.String(), &parquet.Plain)
+	plainString := goString{parquet.Encoded(parquet.String(), &parquet.Plain)}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return parquet.Optional(checkpointNode(t.Elem()))
@@ -56,6 +56,15 @@ func checkpointNode(t reflect.Type) parquet.Node {
 type bareInt struct{ parquet.Type }
 
 func (bareInt) LogicalType() *format.LogicalType { return nil }
+
+// goString is a string leaf whose Go type is string rather than []byte, so
+// the writer meets cpRow's map[string]*string as the type it expects for
+// the map's key_value group (otherwise it makes a struct type with
+// reflect.StructOf for every map it writes: a third of the checkpoint's
+// write time).
+type goString struct{ parquet.Node }
+
+func (goString) GoType() reflect.Type { return reflect.TypeFor[string]() }
 
 // orderedGroup is a parquet.Group whose fields keep the given order
 // (parquet.Group sorts them by name; Spark's checkpoint order is not).
