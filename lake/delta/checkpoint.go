@@ -24,10 +24,10 @@ import (
 // Columns are matched by name on read, so delta-rs's column order (and
 // files missing some columns) read the same; every field is optional.
 //
-// Every leaf is PLAIN (the `plain` tags; map keys and values through
-// parquet-key/parquet-value, list elements through parquet-element), never
-// parquet-go's DELTA_LENGTH_BYTE_ARRAY default for strings, which readers
-// that implement what Spark and delta-rs write cannot decode.
+// They are written with checkpointSchema (cpschema.go), not the schema
+// parquet-go derives from the struct: every leaf PLAIN, never parquet-go's
+// DELTA_LENGTH_BYTE_ARRAY default for strings, which readers that implement
+// what Spark and delta-rs write cannot decode.
 type cpRow struct {
 	Txn            *cpTxn            `parquet:"txn,optional"`
 	Add            *cpAdd            `parquet:"add,optional"`
@@ -38,72 +38,72 @@ type cpRow struct {
 }
 
 type cpTxn struct {
-	AppID       *string `parquet:"appId,optional,plain"`
-	Version     *int64  `parquet:"version,optional,plain"`
-	LastUpdated *int64  `parquet:"lastUpdated,optional,plain"`
+	AppID       *string `parquet:"appId,optional"`
+	Version     *int64  `parquet:"version,optional"`
+	LastUpdated *int64  `parquet:"lastUpdated,optional"`
 }
 
 type cpAdd struct {
-	Path                    *string            `parquet:"path,optional,plain"`
-	PartitionValues         map[string]*string `parquet:"partitionValues,optional" parquet-key:",plain" parquet-value:",optional,plain"`
-	Size                    *int64             `parquet:"size,optional,plain"`
-	ModificationTime        *int64             `parquet:"modificationTime,optional,plain"`
-	DataChange              *bool              `parquet:"dataChange,optional,plain"`
-	Tags                    map[string]*string `parquet:"tags,optional" parquet-key:",plain" parquet-value:",optional,plain"`
+	Path                    *string            `parquet:"path,optional"`
+	PartitionValues         map[string]*string `parquet:"partitionValues,optional"`
+	Size                    *int64             `parquet:"size,optional"`
+	ModificationTime        *int64             `parquet:"modificationTime,optional"`
+	DataChange              *bool              `parquet:"dataChange,optional"`
+	Tags                    map[string]*string `parquet:"tags,optional"`
 	DeletionVector          *cpDV              `parquet:"deletionVector,optional"`
-	BaseRowID               *int64             `parquet:"baseRowId,optional,plain"`
-	DefaultRowCommitVersion *int64             `parquet:"defaultRowCommitVersion,optional,plain"`
-	Stats                   *string            `parquet:"stats,optional,plain"`
+	BaseRowID               *int64             `parquet:"baseRowId,optional"`
+	DefaultRowCommitVersion *int64             `parquet:"defaultRowCommitVersion,optional"`
+	Stats                   *string            `parquet:"stats,optional"`
 }
 
 type cpDV struct {
-	StorageType    *string `parquet:"storageType,optional,plain"`
-	PathOrInlineDv *string `parquet:"pathOrInlineDv,optional,plain"`
-	Offset         *int32  `parquet:"offset,optional,plain"`
-	SizeInBytes    *int32  `parquet:"sizeInBytes,optional,plain"`
-	Cardinality    *int64  `parquet:"cardinality,optional,plain"`
-	MaxRowIndex    *int64  `parquet:"maxRowIndex,optional,plain"`
+	StorageType    *string `parquet:"storageType,optional"`
+	PathOrInlineDv *string `parquet:"pathOrInlineDv,optional"`
+	Offset         *int32  `parquet:"offset,optional"`
+	SizeInBytes    *int32  `parquet:"sizeInBytes,optional"`
+	Cardinality    *int64  `parquet:"cardinality,optional"`
+	MaxRowIndex    *int64  `parquet:"maxRowIndex,optional"`
 }
 
 type cpRemove struct {
-	Path                    *string            `parquet:"path,optional,plain"`
-	DeletionTimestamp       *int64             `parquet:"deletionTimestamp,optional,plain"`
-	DataChange              *bool              `parquet:"dataChange,optional,plain"`
-	ExtendedFileMetadata    *bool              `parquet:"extendedFileMetadata,optional,plain"`
-	PartitionValues         map[string]*string `parquet:"partitionValues,optional" parquet-key:",plain" parquet-value:",optional,plain"`
-	Size                    *int64             `parquet:"size,optional,plain"`
+	Path                    *string            `parquet:"path,optional"`
+	DeletionTimestamp       *int64             `parquet:"deletionTimestamp,optional"`
+	DataChange              *bool              `parquet:"dataChange,optional"`
+	ExtendedFileMetadata    *bool              `parquet:"extendedFileMetadata,optional"`
+	PartitionValues         map[string]*string `parquet:"partitionValues,optional"`
+	Size                    *int64             `parquet:"size,optional"`
 	DeletionVector          *cpDV              `parquet:"deletionVector,optional"`
-	BaseRowID               *int64             `parquet:"baseRowId,optional,plain"`
-	DefaultRowCommitVersion *int64             `parquet:"defaultRowCommitVersion,optional,plain"`
+	BaseRowID               *int64             `parquet:"baseRowId,optional"`
+	DefaultRowCommitVersion *int64             `parquet:"defaultRowCommitVersion,optional"`
 }
 
 type cpFormat struct {
-	Provider *string            `parquet:"provider,optional,plain"`
-	Options  map[string]*string `parquet:"options,optional" parquet-key:",plain" parquet-value:",optional,plain"`
+	Provider *string            `parquet:"provider,optional"`
+	Options  map[string]*string `parquet:"options,optional"`
 }
 
 type cpMetadata struct {
-	ID               *string            `parquet:"id,optional,plain"`
-	Name             *string            `parquet:"name,optional,plain"`
-	Description      *string            `parquet:"description,optional,plain"`
+	ID               *string            `parquet:"id,optional"`
+	Name             *string            `parquet:"name,optional"`
+	Description      *string            `parquet:"description,optional"`
 	Format           *cpFormat          `parquet:"format,optional"`
-	SchemaString     *string            `parquet:"schemaString,optional,plain"`
-	PartitionColumns []*string          `parquet:"partitionColumns,optional,list" parquet-element:",optional,plain"`
-	Configuration    map[string]*string `parquet:"configuration,optional" parquet-key:",plain" parquet-value:",optional,plain"`
-	CreatedTime      *int64             `parquet:"createdTime,optional,plain"`
+	SchemaString     *string            `parquet:"schemaString,optional"`
+	PartitionColumns []*string          `parquet:"partitionColumns,optional,list"`
+	Configuration    map[string]*string `parquet:"configuration,optional"`
+	CreatedTime      *int64             `parquet:"createdTime,optional"`
 }
 
 type cpProtocol struct {
-	MinReaderVersion *int32    `parquet:"minReaderVersion,optional,plain"`
-	MinWriterVersion *int32    `parquet:"minWriterVersion,optional,plain"`
-	ReaderFeatures   []*string `parquet:"readerFeatures,optional,list" parquet-element:",optional,plain"`
-	WriterFeatures   []*string `parquet:"writerFeatures,optional,list" parquet-element:",optional,plain"`
+	MinReaderVersion *int32    `parquet:"minReaderVersion,optional"`
+	MinWriterVersion *int32    `parquet:"minWriterVersion,optional"`
+	ReaderFeatures   []*string `parquet:"readerFeatures,optional,list"`
+	WriterFeatures   []*string `parquet:"writerFeatures,optional,list"`
 }
 
 type cpDomainMetadata struct {
-	Domain        *string `parquet:"domain,optional,plain"`
-	Configuration *string `parquet:"configuration,optional,plain"`
-	Removed       *bool   `parquet:"removed,optional,plain"`
+	Domain        *string `parquet:"domain,optional"`
+	Configuration *string `parquet:"configuration,optional"`
+	Removed       *bool   `parquet:"removed,optional"`
 }
 
 func deref[T any](p *T) T {
@@ -296,7 +296,7 @@ func readCheckpointFile(ctx context.Context, st store.Store, key string) (action
 // checkpointWriterOptions are the Parquet settings of a checkpoint, each
 // set as Spark writes its checkpoints rather than left to parquet-go:
 // SNAPPY, data page v1, PLAIN values (also as the default of every
-// physical type, should a leaf lack its tag) with RLE levels, and a
+// physical type, should a leaf lack its own) with RLE levels, and a
 // created_by parquet-mr parses.
 func checkpointWriterOptions() []parquet.WriterOption {
 	opts := []parquet.WriterOption{
