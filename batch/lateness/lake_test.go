@@ -36,6 +36,10 @@ type genConfig struct {
 	lateness int64 // µs, of the stream that wrote the lake (window rule)
 	seed     uint64
 	maxBatch int // rows per micro-batch are 1..maxBatch
+	// bad adds rows whose event time is badTime (epoch zero when 0),
+	// arriving among the others: a client with a broken clock.
+	bad     int
+	badTime int64
 }
 
 // makeLake generates n events over several sources whose arrival delay is
@@ -77,6 +81,12 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		r.Arrival = r.EventTime + int64(delay)
 		r.Key = pages[rng.IntN(len(pages))]
 		r.Payload = []byte("{}")
+	}
+	for i := range g.bad {
+		r := recs[rng.IntN(g.n)]
+		r.EventTime = g.badTime + int64(i)
+		r.Arrival += int64(rng.IntN(1000))
+		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(a, b tidemark.Record) int {
 		return cmp.Or(cmp.Compare(a.Arrival, b.Arrival), cmp.Compare(a.Source, b.Source), cmp.Compare(a.File, b.File))

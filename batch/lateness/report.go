@@ -69,6 +69,13 @@ type Config struct {
 	MaxGroups int
 	// TempDir holds the sort's spill files; "" means os.TempDir().
 	TempDir string
+	// Period splits each group by hour or day of event time (UTC):
+	// PeriodHour, PeriodDay, or 0 for none.
+	Period time.Duration
+	// BadAfter is where lateness stops being plausible: rows whose arrival
+	// lag or disorder is at least this are bad timestamps, left out of
+	// the measures; 0 means DefaultBadAfter.
+	BadAfter time.Duration
 }
 
 func (c *Config) defaults() {
@@ -89,6 +96,9 @@ func (c *Config) defaults() {
 	if c.MaxGroups <= 0 {
 		c.MaxGroups = 10_000
 	}
+	if c.BadAfter <= 0 {
+		c.BadAfter = DefaultBadAfter
+	}
 	if c.TempDir == "" {
 		c.TempDir = os.TempDir()
 	}
@@ -104,7 +114,8 @@ func (c *Config) defaults() {
 type Report struct {
 	Groups []Group `json:"groups"`
 
-	asked []float64 // the what-if budgets every group has, seconds
+	asked    []float64 // the what-if budgets every group has, seconds
+	badAfter time.Duration
 }
 
 // Group is the measure of one group of rows. Durations are seconds.
@@ -120,6 +131,12 @@ type Group struct {
 	RecommendedLateness     float64  `json:"recommended_lateness_s"`
 	RecommendedDropFraction float64  `json:"recommended_drop_fraction"`
 	WhatIf                  []WhatIf `json:"what_if"`
+	// BadTimestamps are the group's rows left out of all of the above.
+	BadTimestamps BadTimestamps `json:"bad_timestamps"`
+	// Periods (with Config.Period) are the group's hours or days, sorted;
+	// Outages sums up the marked ones.
+	Periods []Period `json:"periods,omitempty"`
+	Outages *Outages `json:"outages,omitempty"`
 
 	lag, dis *Sketch // for the plot
 }
@@ -152,19 +169,34 @@ type WhatIf struct {
 	Lateness      float64 `json:"lateness_s"`
 	DroppedEvent  int64   `json:"dropped_event_rule"`
 	DroppedWindow int64   `json:"dropped_window_rule"`
+	// What the budget costs. FinalWait: about how long after its end a
+	// window waits before it is final, seconds (the budget, plus the
+	// arrival lag p50 of the events that move the watermark past it).
+	// OpenWindowsPerKey: windows of one key open at once, (budget + window)
+	// / slide rounded up; the stream's state rows are this times the keys
+	// active in that span (about 100 bytes each, see state_bytes in the
+	// progress lines).
+	FinalWait         float64 `json:"final_wait_s"`
+	OpenWindowsPerKey int64   `json:"open_windows_per_key"`
 }
 
-// groupAcc accumulates one group during the scan.
+// groupAcc accumulates one cell (a group, or a group's period) during the
+// scan, and then the group's sum.
 type groupAcc struct {
-	name   string
+	group  int   // index into the grouper's names
+	period int64 // period start, µs; 0 without periods
 	lag    Sketch
 	dis    Sketch
 	bucket Buckets
 	ladder ladderCounts
+	first  int64 // earliest event time
 	rec    int64 // recommended lateness, µs
 }
 
-func (g *groupAcc) add(lag, disorder int64) {
+func (g *groupAcc) add(lag, disorder, event int64) {
+	if g.dis.Count() == 0 || event < g.first {
+		g.first = event
+	}
 	g.lag.Add(lag)
 	g.dis.Add(disorder)
 	g.ladder.add(disorder)
@@ -180,9 +212,33 @@ func (g *groupAcc) add(lag, disorder int64) {
 	}
 }
 
+// merge adds cell o to g.
+func (g *groupAcc) merge(o *groupAcc) {
+	if o.dis.Count() == 0 {
+		return
+	}
+	if g.dis.Count() == 0 || o.first < g.first {
+		g.first = o.first
+	}
+	g.lag.Merge(&o.lag)
+	g.dis.Merge(&o.dis)
+	for i, c := range o.ladder {
+		g.ladder[i] += c
+	}
+	g.bucket.Lt1m += o.bucket.Lt1m
+	g.bucket.M1m10m += o.bucket.M1m10m
+	g.bucket.M10m1h += o.bucket.M10m1h
+	g.bucket.Ge1h += o.bucket.Ge1h
+}
+
 // Run reads raw_events (ok and late rows alike, so the measure is not
 // biased by what the stream dropped) in one scan and replays the rows in
 // arrival order through cfg.Replay. Groups come out sorted by name.
+//
+// Rows with a bad timestamp (arrival lag or disorder of at least
+// cfg.BadAfter) are counted per group and left out of everything else,
+// the replay included: the what-if answers for a stream whose time floor
+// and --max-future keep them out.
 func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.Replay == nil {
@@ -191,10 +247,16 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	if cfg.From >= cfg.To {
 		return nil, fmt.Errorf("lateness: empty time range [%s, %s)", tidemark.FormatTime(cfg.From), tidemark.FormatTime(cfg.To))
 	}
+	if cfg.Period != 0 && cfg.Period != PeriodHour && cfg.Period != PeriodDay {
+		return nil, fmt.Errorf("lateness: period %s: want an hour or a day", cfg.Period)
+	}
 	grouper, err := newGrouper(lk.Config().Keys, cfg.By, cfg.MaxGroups)
 	if err != nil {
 		return nil, err
 	}
+	cells := newCells(cfg.Period, cfg.MaxGroups)
+	bad := badAcc{after: cfg.BadAfter.Microseconds()}
+	var bads []BadTimestamps // per group
 	srt := newSorter(cfg.TempDir, cfg.ChunkRows)
 	defer srt.close()
 	cols := []string{lake.ColEventTime, lake.ColArrivalTime, lake.ColDisorder, lake.ColSource, lake.ColFile, lake.ColOffset, lake.ColBatchID}
@@ -208,10 +270,22 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 			if err != nil {
 				return err
 			}
-			grouper.accs[g].add(b.ArrivalTime[i]-b.EventTime[i], b.Disorder[i])
+			ev, lag, dis := b.EventTime[i], b.ArrivalTime[i]-b.EventTime[i], b.Disorder[i]
+			if k := bad.kind(lag, dis); k != 0 {
+				for len(bads) <= g {
+					bads = append(bads, BadTimestamps{})
+				}
+				bads[g].add(k, ev)
+				continue
+			}
+			c, err := cells.cell(g, ev)
+			if err != nil {
+				return err
+			}
+			cells.accs[c].add(lag, dis, ev)
 			err = srt.add(row{
-				arrival: b.ArrivalTime[i], event: b.EventTime[i], offset: b.Offset[i], batch: b.BatchID[i],
-				source: srt.id(0, b.Source[i]), file: srt.id(1, b.File[i]), group: uint32(g),
+				arrival: b.ArrivalTime[i], event: ev, offset: b.Offset[i], batch: b.BatchID[i],
+				source: srt.id(0, b.Source[i]), file: srt.id(1, b.File[i]), group: uint32(c),
 			})
 			if err != nil {
 				return err
@@ -222,66 +296,218 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lateness: %w", err)
 	}
-	accs := grouper.accs
-	budgets := make([]int64, 0, len(cfg.Budgets)+len(accs))
+	for len(bads) < len(grouper.names) {
+		bads = append(bads, BadTimestamps{})
+	}
+	groups := rollUp(grouper.names, cells.accs, bads)
+	budgets := make([]int64, 0, len(cfg.Budgets)+2*len(groups))
 	for _, b := range cfg.Budgets {
 		budgets = append(budgets, b.Microseconds())
 	}
-	for _, g := range accs {
-		g.rec = g.ladder.recommend(0.99, g.dis.Count(), &g.dis)
-		budgets = append(budgets, g.rec)
+	for _, g := range groups {
+		budgets = append(budgets, g.acc.rec)
+		if cfg.Period > 0 {
+			g.markPeriods()
+			budgets = append(budgets, g.normal)
+		}
 	}
 	slices.Sort(budgets)
 	budgets = slices.Compact(budgets)
-	drops, err := replay(ctx, srt, cfg, budgets, len(accs))
+	drops, err := replay(ctx, srt, cfg, budgets, len(cells.accs))
 	if err != nil {
 		return nil, err
 	}
 	if err := srt.close(); err != nil {
 		return nil, fmt.Errorf("lateness: %w", err)
 	}
-	return assemble(accs, cfg.Budgets, budgets, drops), nil
+	return assemble(groups, cfg, lk.Config().Window, budgets, drops), nil
 }
 
-// assemble turns the accumulators and replay counts into the report.
-func assemble(accs []*groupAcc, asked []time.Duration, budgets []int64, drops [][2][]int64) *Report {
+// groupSum is one group's cells and their sum.
+type groupSum struct {
+	name   string
+	acc    *groupAcc
+	cells  []*groupAcc // sorted by period
+	ids    []int       // the cells' indexes
+	bad    BadTimestamps
+	marked []bool // per cell, with periods
+	why    []string
+	normal int64 // the budget covering the unmarked periods, µs
+}
+
+// rollUp sums the cells of each group, groups sorted by name. Groups with
+// only bad timestamps are kept: the report names them.
+func rollUp(names []string, accs []*groupAcc, bads []BadTimestamps) []*groupSum {
+	gs := make([]*groupSum, len(names))
+	for i, n := range names {
+		gs[i] = &groupSum{name: n, acc: &groupAcc{group: i, ladder: newLadderCounts()}, bad: bads[i]}
+	}
+	for id, c := range accs {
+		g := gs[c.group]
+		g.acc.merge(c)
+		g.cells = append(g.cells, c)
+		g.ids = append(g.ids, id)
+	}
+	for _, g := range gs {
+		g.acc.rec = g.acc.ladder.recommend(0.99, g.acc.dis.Count(), &g.acc.dis)
+		g.bad.finish(g.acc.first, g.acc.dis.Count() > 0)
+		order := make([]int, len(g.cells))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmpInt(g.cells[a].period, g.cells[b].period) })
+		cells, ids := make([]*groupAcc, len(order)), make([]int, len(order))
+		for i, o := range order {
+			cells[i], ids[i] = g.cells[o], g.ids[o]
+		}
+		g.cells, g.ids = cells, ids
+	}
+	slices.SortFunc(gs, func(a, b *groupSum) int {
+		switch {
+		case a.name < b.name:
+			return -1
+		case a.name > b.name:
+			return 1
+		}
+		return 0
+	})
+	return gs
+}
+
+// markPeriods applies MarkRule to the group's periods and finds the budget
+// the unmarked ones need.
+func (g *groupSum) markPeriods() {
+	ps := make([]Period, len(g.cells))
+	for i, c := range g.cells {
+		ps[i] = Period{ArrivalLag: percentiles(&c.lag), Disorder: percentiles(&c.dis)}
+	}
+	markPeriods(ps)
+	normal := newLadderCounts()
+	var n int64
+	var normalDis Sketch
+	g.marked, g.why = make([]bool, len(ps)), make([]string, len(ps))
+	for i, c := range g.cells {
+		g.marked[i], g.why[i] = ps[i].Marked, ps[i].Why
+		if ps[i].Marked {
+			continue
+		}
+		for j, k := range c.ladder {
+			normal[j] += k
+		}
+		n += c.dis.Count()
+		normalDis.Merge(&c.dis)
+	}
+	g.normal = normal.recommend(0.99, n, &normalDis)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// assemble turns the sums and replay counts into the report.
+func assemble(groups []*groupSum, cfg Config, spec tidemark.WindowSpec, budgets []int64, drops [][2][]int64) *Report {
 	rep := &Report{Groups: []Group{}}
-	for _, b := range asked {
+	for _, b := range cfg.Budgets {
 		rep.asked = append(rep.asked, float64(b.Microseconds())/1e6)
 	}
-	for gi, a := range accs {
-		g := Group{
-			Group:      a.name,
-			Rows:       a.dis.Count(),
-			ArrivalLag: percentiles(&a.lag),
-			Disorder:   percentiles(&a.dis),
-			Buckets:    a.bucket,
-			lag:        &a.lag,
-			dis:        &a.dis,
+	rep.badAfter = cfg.BadAfter
+	// dropped sums a budget's drops (window rule unless event) over cells.
+	dropped := func(bi, rule int, ids []int) int64 {
+		var n int64
+		for _, id := range ids {
+			n += drops[bi][rule][id]
 		}
+		return n
+	}
+	budgetIndex := func(b int64) int {
+		i, _ := slices.BinarySearch(budgets, b)
+		return i
+	}
+	for _, gs := range groups {
+		a := gs.acc
+		g := Group{
+			Group:         gs.name,
+			Rows:          a.dis.Count(),
+			ArrivalLag:    percentiles(&a.lag),
+			Disorder:      percentiles(&a.dis),
+			Buckets:       a.bucket,
+			BadTimestamps: gs.bad,
+			lag:           &a.lag,
+			dis:           &a.dis,
+		}
+		g.BadTimestamps.After = cfg.BadAfter.Seconds()
 		g.RecommendedLateness = float64(a.rec) / 1e6
+		lagP50 := math.Max(g.ArrivalLag.P50, 0)
 		for bi, b := range budgets {
-			if b != a.rec && !slices.Contains(asked, time.Duration(b)*time.Microsecond) {
+			if b != a.rec && !slices.Contains(cfg.Budgets, time.Duration(b)*time.Microsecond) {
 				continue
 			}
-			w := WhatIf{Lateness: float64(b) / 1e6, DroppedEvent: drops[bi][ruleEvent][gi], DroppedWindow: drops[bi][ruleWindow][gi]}
+			w := WhatIf{
+				Lateness:      float64(b) / 1e6,
+				DroppedEvent:  dropped(bi, ruleEvent, gs.ids),
+				DroppedWindow: dropped(bi, ruleWindow, gs.ids),
+			}
+			w.FinalWait, w.OpenWindowsPerKey = cost(spec, b, lagP50)
 			g.WhatIf = append(g.WhatIf, w)
 			if b == a.rec && g.Rows > 0 {
 				g.RecommendedDropFraction = float64(w.DroppedWindow) / float64(g.Rows)
 			}
 		}
+		if cfg.Period > 0 {
+			ni := budgetIndex(gs.normal)
+			o := &Outages{Rule: MarkRule, NormalLateness: float64(gs.normal) / 1e6, DrivesRecommendation: gs.normal < a.rec}
+			var normalIDs []int
+			var normalRows int64
+			for i, c := range gs.cells {
+				p := Period{
+					Start: fmtTime(c.period), Rows: c.dis.Count(),
+					ArrivalLag: percentiles(&c.lag), Disorder: percentiles(&c.dis),
+					Marked: gs.marked[i], Why: gs.why[i], start: c.period, cell: gs.ids[i],
+				}
+				if p.Rows > 0 {
+					p.LateShare = float64(drops[ni][ruleWindow][gs.ids[i]]) / float64(p.Rows)
+				}
+				if p.Marked {
+					o.MarkedPeriods++
+				} else {
+					normalIDs = append(normalIDs, gs.ids[i])
+					normalRows += p.Rows
+				}
+				g.Periods = append(g.Periods, p)
+			}
+			if g.Rows > 0 {
+				o.NormalDropFraction = float64(dropped(ni, ruleWindow, gs.ids)) / float64(g.Rows)
+			}
+			if normalRows > 0 {
+				o.NormalPeriodsDropFraction = float64(dropped(ni, ruleWindow, normalIDs)) / float64(normalRows)
+			}
+			g.Outages = o
+		}
 		rep.Groups = append(rep.Groups, g)
 	}
-	slices.SortFunc(rep.Groups, func(a, b Group) int {
-		switch {
-		case a.Group < b.Group:
-			return -1
-		case a.Group > b.Group:
-			return 1
-		}
-		return 0
-	})
 	return rep
+}
+
+// cost is what a budget costs a stream with these windows: how long after
+// its end a window waits before it is final (the budget in event time, plus
+// the typical arrival lag of the events that move the watermark there), and
+// how many windows per key are open at once (those whose end is above
+// W = max event time − budget: (budget + size) / slide of them).
+func cost(spec tidemark.WindowSpec, budget int64, lagP50 float64) (wait float64, open int64) {
+	size, slide := spec.Size, spec.Slide
+	if slide <= 0 {
+		slide = size
+	}
+	if size <= 0 {
+		return float64(budget)/1e6 + lagP50, 0
+	}
+	return float64(budget)/1e6 + lagP50, (budget + size + slide - 1) / slide
 }
 
 func percentiles(s *Sketch) Percentiles {
