@@ -40,6 +40,10 @@ type genConfig struct {
 	// arriving among the others: a client with a broken clock.
 	bad     int
 	badTime int64
+	// outage, when not 0, is the start of an hour (µs) in which 30% of
+	// the events arrive 1–3 hours late (a source that stopped and caught
+	// up); the other hours then have no hours-late tail.
+	outage int64
 }
 
 // makeLake generates n events over several sources whose arrival delay is
@@ -77,6 +81,12 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		}
 		if rng.IntN(50) == 0 {
 			delay = -rng.Float64() * 5e6 // clock skew: arrival before event time
+		}
+		if g.outage != 0 {
+			delay = min(delay, 600e6)
+			if r.EventTime >= g.outage && r.EventTime < g.outage+usHour && rng.Float64() < 0.3 {
+				delay = 3600e6 + rng.Float64()*7200e6
+			}
 		}
 		r.Arrival = r.EventTime + int64(delay)
 		r.Key = pages[rng.IntN(len(pages))]
