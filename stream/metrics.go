@@ -30,6 +30,7 @@ type metrics struct {
 	srcMark     *prometheus.GaugeVec
 	srcMax      *prometheus.GaugeVec
 	srcIdle     *prometheus.GaugeVec
+	info        *prometheus.GaugeVec
 
 	status *status // the page at / and /api/progress
 	srv    *http.Server
@@ -66,9 +67,12 @@ func newMetrics(cfg RunnerConfig) *metrics {
 			Help: "Per source: largest valid event time seen, seconds since the epoch."}, []string{"source"}),
 		srcIdle: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tidemark_source_idle",
 			Help: "Per source: 1 while idle (silent for --idle-timeout, not holding the watermark back)."}, []string{"source"}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tidemark_stream_info",
+			Help: "Always 1: where the stream reads and writes, as labels."}, []string{"name", "lake", "checkpoint"}),
 	}
 	m.reg.MustRegister(m.watermark, m.maxEvent, m.dropped, m.rows, m.quarantined, m.batches,
-		m.emitted, m.stateRows, m.stateBytes, m.duration, m.srcMark, m.srcMax, m.srcIdle)
+		m.emitted, m.stateRows, m.stateBytes, m.duration, m.srcMark, m.srcMax, m.srcIdle, m.info)
+	m.info.WithLabelValues(cfg.Name, cfg.Lake, cfg.Checkpoint).Set(1)
 	for _, r := range tidemark.Reasons {
 		m.quarantined.WithLabelValues(string(r))
 	}
