@@ -119,8 +119,12 @@ func (b *BadTimestamps) advice(after time.Duration) string {
 	if b.Rows == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("bad timestamps: %s rows with arrival lag or disorder of %s or more (event times %s .. %s) are left out of the measures, the recommendation and the what-if:",
-		thousands(b.Rows), FormatDuration(after.Seconds()), b.Oldest, b.Newest)
+	times := b.Oldest
+	if b.Newest != b.Oldest {
+		times += " .. " + b.Newest
+	}
+	s := fmt.Sprintf("bad timestamps: %s rows with arrival lag or disorder of %s or more (event time %s) are left out of the measures, the recommendation and the what-if:",
+		thousands(b.Rows), FormatDuration(after.Seconds()), times)
 	if b.Past > 0 {
 		s += fmt.Sprintf(" %s far in the past — quarantine them with a time floor (stream --min-event-time %s)", thousands(b.Past), b.SuggestedMinEventTime)
 	}

@@ -98,13 +98,13 @@ func writeGroup(w io.Writer, g *Group, badAfter time.Duration) {
 // writePeriods writes one line per period, the marked ones flagged.
 func writePeriods(w io.Writer, g *Group) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "period\trows\tlag p50\tlag p99\tdisorder p50\tdisorder p99\tdisorder max\tlate\t\t")
+	fmt.Fprintln(tw, "period\trows\tlag p50\tlag p99\tdisorder p50\tdisorder p99\tdisorder max\tlate\t")
 	for _, p := range g.Periods {
 		mark := ""
 		if p.Marked {
-			mark = "<< far from the usual (" + p.Why + ")"
+			mark = "  << far from the usual (" + p.Why + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Start, thousands(p.Rows),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Start, thousands(p.Rows),
 			FormatDuration(p.ArrivalLag.P50), FormatDuration(p.ArrivalLag.P99), FormatDuration(p.Disorder.P50),
 			FormatDuration(p.Disorder.P99), FormatDuration(p.Disorder.Max), percent(p.LateShare), mark)
 	}
@@ -117,8 +117,14 @@ func writePeriods(w io.Writer, g *Group) {
 // WriteCSV writes a header and one row per group: the what-if columns are
 // the asked budgets' (dropped_event_rule_10s, ...) and the group's
 // recommendation's.
+//
+// With periods (Config.Period) it writes one row per group and period
+// instead (writePeriodsCSV); the JSON has both levels.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
+	if len(r.Groups) > 0 && r.Groups[0].Outages != nil {
+		return writePeriodsCSV(cw, r)
+	}
 	head := []string{"group", "rows"}
 	for _, m := range []string{"arrival_lag", "disorder"} {
 		for _, p := range []string{"min", "p50", "p90", "p95", "p99", "p999", "max"} {
@@ -161,6 +167,36 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			}
 		}
 		_ = cw.Write(rec)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write lateness csv: %w", err)
+	}
+	return nil
+}
+
+// writePeriodsCSV writes a header and one row per (group, period).
+func writePeriodsCSV(cw *csv.Writer, r *Report) error {
+	head := []string{"group", "period_start", "rows"}
+	for _, m := range []string{"arrival_lag", "disorder"} {
+		for _, p := range []string{"min", "p50", "p90", "p95", "p99", "p999", "max"} {
+			head = append(head, m+"_"+p+"_s")
+		}
+	}
+	head = append(head, "late_share", "marked", "why", "group_recommended_lateness_s", "group_normal_lateness_s")
+	_ = cw.Write(head)
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		for _, p := range g.Periods {
+			rec := []string{g.Group, p.Start, strconv.FormatInt(p.Rows, 10)}
+			for _, pc := range []Percentiles{p.ArrivalLag, p.Disorder} {
+				for _, v := range []float64{pc.Min, pc.P50, pc.P90, pc.P95, pc.P99, pc.P999, pc.Max} {
+					rec = append(rec, num(v))
+				}
+			}
+			rec = append(rec, num(p.LateShare), strconv.FormatBool(p.Marked), p.Why, num(g.RecommendedLateness), num(g.Outages.NormalLateness))
+			_ = cw.Write(rec)
+		}
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {

@@ -2,6 +2,7 @@ package lateness
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/xml"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +100,22 @@ func TestByHourAgainstExact(t *testing.T) {
 	}
 	if testing.Verbose() {
 		t.Log("\n" + buf.String())
+	}
+	buf.Reset()
+	if err := rep.WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(buf.String())).ReadAll()
+	if err != nil || len(recs) != 1+len(g.Periods) {
+		t.Fatalf("csv: %v, %d rows, want header + %d periods", err, len(recs), len(g.Periods))
+	}
+	if !strings.HasPrefix(strings.Join(recs[0], ","), "group,period_start,rows,arrival_lag_min_s") {
+		t.Errorf("csv header %v", recs[0])
+	}
+	for i, r := range recs[1:] {
+		if r[1] != g.Periods[i].Start || r[len(recs[0])-4] != strconv.FormatBool(g.Periods[i].Marked) {
+			t.Errorf("csv row %d: %v, want period %s marked %v", i, r, g.Periods[i].Start, g.Periods[i].Marked)
+		}
 	}
 	checkPeriodPlot(t, rep)
 }
