@@ -97,3 +97,24 @@ func TestLatenessEpochZero(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseBy: any --by values give an error or a grouping and a period
+// that are each one of the allowed kinds.
+func FuzzParseBy(f *testing.F) {
+	f.Add("source", "hour")
+	f.Add("day", "page")
+	f.Add("hour", "day")
+	f.Add("", "none")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		by, period, err := parseBy([]string{a, b})
+		if err != nil {
+			return
+		}
+		if period != 0 && period != lateness.PeriodHour && period != lateness.PeriodDay {
+			t.Fatalf("%q %q: period %s", a, b, period)
+		}
+		if by == "hour" || by == "day" || by == "" {
+			t.Fatalf("%q %q: grouping %q", a, b, by)
+		}
+	})
+}
