@@ -34,12 +34,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(ew)
 		}
-		writeGroup(ew, &r.Groups[i], r.badAfter)
+		writeGroup(ew, &r.Groups[i], r.badAfter, r.rowBytes)
 	}
 	return ew.err
 }
 
-func writeGroup(w io.Writer, g *Group, badAfter time.Duration) {
+func writeGroup(w io.Writer, g *Group, badAfter time.Duration, rowBytes int64) {
 	fmt.Fprintf(w, "group %s: %s rows\n", g.Group, thousands(g.Rows))
 	if a := g.BadTimestamps.advice(badAfter); a != "" {
 		fmt.Fprintln(w, a)
@@ -80,7 +80,7 @@ func writeGroup(w io.Writer, g *Group, badAfter time.Duration) {
 		}
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "what-if --lateness\tdropped, --late-rule event\tdropped, --late-rule window\tfinal after window end\topen windows per key\t")
+	fmt.Fprintln(tw, "what-if --lateness\tdropped, --late-rule event\tdropped, --late-rule window\tfinal after window end\topen windows per key\tstate\t")
 	for _, wi := range g.WhatIf {
 		mark := ""
 		if g.isRecommended(wi) {
@@ -89,10 +89,11 @@ func writeGroup(w io.Writer, g *Group, badAfter time.Duration) {
 		if o := g.Outages; o != nil && o.DrivesRecommendation && math.Abs(wi.Lateness-o.NormalLateness) < 1e-9 {
 			mark += " (normal periods)"
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t~%s\t%d\t\n", FormatDuration(wi.Lateness), mark, share(wi.DroppedEvent, g.Rows), share(wi.DroppedWindow, g.Rows),
-			FormatDuration(wi.FinalWait), wi.OpenWindowsPerKey)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t~%s\t%d\t~%s rows, %s\t\n", FormatDuration(wi.Lateness), mark, share(wi.DroppedEvent, g.Rows), share(wi.DroppedWindow, g.Rows),
+			FormatDuration(wi.FinalWait), wi.OpenWindowsPerKey, thousands(wi.StateRows), bytesString(wi.StateBytes))
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "(state: open windows per key × %s keys per window, ~%d bytes each)\n", strconv.FormatFloat(g.KeysPerWindow, 'f', -1, 64), rowBytes)
 }
 
 // writePeriods writes one line per period, the marked ones flagged.
@@ -203,6 +204,21 @@ func writePeriodsCSV(cw *csv.Writer, r *Report) error {
 		return fmt.Errorf("write lateness csv: %w", err)
 	}
 	return nil
+}
+
+// bytesString renders a byte count in binary units: 512 B, 1.5 KiB, 3.2 MiB.
+func bytesString(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		v /= 1024
+		if v < 1024 || u == "TiB" {
+			return strconv.FormatFloat(v, 'f', 1, 64) + " " + u
+		}
+	}
+	return ""
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

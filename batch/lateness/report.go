@@ -72,6 +72,12 @@ type Config struct {
 	// Period splits each group by hour or day of event time (UTC):
 	// PeriodHour, PeriodDay, or 0 for none.
 	Period time.Duration
+	// StateRowBytes is what one open (window, key) aggregate costs the
+	// stream, for the what-if's state bytes; 0 means DefaultStateRowBytes.
+	StateRowBytes int64
+	// MaxKeyWindows bounds the distinct (window, key) pairs counted for the
+	// keys per window; 0 means 1<<20.
+	MaxKeyWindows int
 	// BadAfter is where lateness stops being plausible: rows whose arrival
 	// lag or disorder is at least this are bad timestamps, left out of
 	// the measures; 0 means DefaultBadAfter.
@@ -96,6 +102,12 @@ func (c *Config) defaults() {
 	if c.MaxGroups <= 0 {
 		c.MaxGroups = 10_000
 	}
+	if c.StateRowBytes <= 0 {
+		c.StateRowBytes = DefaultStateRowBytes
+	}
+	if c.MaxKeyWindows <= 0 {
+		c.MaxKeyWindows = 1 << 20
+	}
 	if c.BadAfter <= 0 {
 		c.BadAfter = DefaultBadAfter
 	}
@@ -116,6 +128,7 @@ type Report struct {
 
 	asked    []float64 // the what-if budgets every group has, seconds
 	badAfter time.Duration
+	rowBytes int64 // Config.StateRowBytes
 }
 
 // Group is the measure of one group of rows. Durations are seconds.
@@ -131,6 +144,10 @@ type Group struct {
 	RecommendedLateness     float64  `json:"recommended_lateness_s"`
 	RecommendedDropFraction float64  `json:"recommended_drop_fraction"`
 	WhatIf                  []WhatIf `json:"what_if"`
+	// KeysPerWindow is the mean number of distinct keys in a window (of the
+	// lake's window length) holding rows of the group: what turns open
+	// windows into state rows.
+	KeysPerWindow float64 `json:"keys_per_window"`
 	// BadTimestamps are the group's rows left out of all of the above.
 	BadTimestamps BadTimestamps `json:"bad_timestamps"`
 	// Periods (with Config.Period) are the group's hours or days, sorted;
@@ -178,6 +195,11 @@ type WhatIf struct {
 	// progress lines).
 	FinalWait         float64 `json:"final_wait_s"`
 	OpenWindowsPerKey int64   `json:"open_windows_per_key"`
+	// StateRows is OpenWindowsPerKey times the group's KeysPerWindow: the
+	// open (window, key) aggregates the stream holds; StateBytes that times
+	// Config.StateRowBytes. Estimates, from the rows' keys.
+	StateRows  int64 `json:"state_rows"`
+	StateBytes int64 `json:"state_bytes"`
 }
 
 // groupAcc accumulates one cell (a group, or a group's period) during the
@@ -260,9 +282,11 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	srt := newSorter(cfg.TempDir, cfg.ChunkRows)
 	defer srt.close()
 	cols := []string{lake.ColEventTime, lake.ColArrivalTime, lake.ColDisorder, lake.ColSource, lake.ColFile, lake.ColOffset, lake.ColBatchID}
-	if grouper.keyPart >= 0 {
+	withKeys := len(lk.Config().Keys) > 0
+	if withKeys {
 		cols = append(cols, lake.ColKey)
 	}
+	kw := newKeyWindows(lk.Config().Window.Size, cfg.MaxKeyWindows)
 	q := lake.RawQuery{From: cfg.From, To: cfg.To, Columns: cols}
 	err = lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
 		for i := range b.N {
@@ -283,6 +307,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 				return err
 			}
 			cells.accs[c].add(lag, dis, ev)
+			if withKeys {
+				kw.add(g, ev, b.Key[i])
+			}
 			err = srt.add(row{
 				arrival: b.ArrivalTime[i], event: ev, offset: b.Offset[i], batch: b.BatchID[i],
 				source: srt.id(0, b.Source[i]), file: srt.id(1, b.File[i]), group: uint32(c),
@@ -300,6 +327,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 		bads = append(bads, BadTimestamps{})
 	}
 	groups := rollUp(grouper.names, cells.accs, bads)
+	for _, g := range groups {
+		g.keysPerWindow = kw.perWindow(g.index)
+	}
 	budgets := make([]int64, 0, len(cfg.Budgets)+2*len(groups))
 	for _, b := range cfg.Budgets {
 		budgets = append(budgets, b.Microseconds())
@@ -333,6 +363,9 @@ type groupSum struct {
 	marked []bool // per cell, with periods
 	why    []string
 	normal int64 // the budget covering the unmarked periods, µs
+
+	index         int     // the group's index in the grouper
+	keysPerWindow float64 // mean distinct keys in a window
 }
 
 // rollUp sums the cells of each group, groups sorted by name. Groups with
@@ -340,7 +373,7 @@ type groupSum struct {
 func rollUp(names []string, accs []*groupAcc, bads []BadTimestamps) []*groupSum {
 	gs := make([]*groupSum, len(names))
 	for i, n := range names {
-		gs[i] = &groupSum{name: n, acc: &groupAcc{group: i, ladder: newLadderCounts()}, bad: bads[i]}
+		gs[i] = &groupSum{name: n, index: i, acc: &groupAcc{group: i, ladder: newLadderCounts()}, bad: bads[i]}
 	}
 	for id, c := range accs {
 		g := gs[c.group]
@@ -416,7 +449,7 @@ func assemble(groups []*groupSum, cfg Config, spec tidemark.WindowSpec, budgets 
 	for _, b := range cfg.Budgets {
 		rep.asked = append(rep.asked, float64(b.Microseconds())/1e6)
 	}
-	rep.badAfter = cfg.BadAfter
+	rep.badAfter, rep.rowBytes = cfg.BadAfter, cfg.StateRowBytes
 	// dropped sums a budget's drops (window rule unless event) over cells.
 	dropped := func(bi, rule int, ids []int) int64 {
 		var n int64
@@ -442,6 +475,7 @@ func assemble(groups []*groupSum, cfg Config, spec tidemark.WindowSpec, budgets 
 			dis:           &a.dis,
 		}
 		g.BadTimestamps.After = cfg.BadAfter.Seconds()
+		g.KeysPerWindow = math.Round(gs.keysPerWindow*100) / 100
 		g.RecommendedLateness = float64(a.rec) / 1e6
 		lagP50 := math.Max(g.ArrivalLag.P50, 0)
 		for bi, b := range budgets {
@@ -454,6 +488,8 @@ func assemble(groups []*groupSum, cfg Config, spec tidemark.WindowSpec, budgets 
 				DroppedWindow: dropped(bi, ruleWindow, gs.ids),
 			}
 			w.FinalWait, w.OpenWindowsPerKey = cost(spec, b, lagP50)
+			w.StateRows = int64(math.Ceil(float64(w.OpenWindowsPerKey) * gs.keysPerWindow))
+			w.StateBytes = w.StateRows * cfg.StateRowBytes
 			g.WhatIf = append(g.WhatIf, w)
 			if b == a.rec && g.Rows > 0 {
 				g.RecommendedDropFraction = float64(w.DroppedWindow) / float64(g.Rows)
