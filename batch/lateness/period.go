@@ -42,9 +42,6 @@ type Period struct {
 	// lag" or both.
 	Marked bool   `json:"marked"`
 	Why    string `json:"why,omitempty"`
-
-	start int64
-	cell  int
 }
 
 // Outages sums up a group's marked periods and what budget the others need.
