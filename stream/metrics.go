@@ -110,7 +110,7 @@ func (m *metrics) stop() error {
 	return err
 }
 
-func (m *metrics) observe(p progress, res BatchResult, marks []SourceMark) {
+func (m *metrics) observe(p progress, res BatchResult, marks []sourceMark) {
 	m.status.add(p, res.Emitted)
 	for _, s := range marks {
 		if s.HasEventTime {

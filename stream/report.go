@@ -71,7 +71,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 	if res.HasWatermark && res.Watermark != tidemark.MaxTime {
 		p.EventTime.Watermark = tidemark.FormatTime(res.Watermark)
 	}
-	marks := r.engine.SourceMarks(time.UnixMicro(entry.ReadTime))
+	marks := r.engine.sourceMarks(time.UnixMicro(entry.ReadTime))
 	p.Sources = make(map[string]sourceProgress, len(marks))
 	for _, m := range marks {
 		sp := sourceProgress{Idle: m.Idle}
