@@ -2,6 +2,7 @@ package lateness
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"tidemark"
@@ -125,15 +126,21 @@ func (b *BadTimestamps) advice(after time.Duration) string {
 	}
 	s := fmt.Sprintf("bad timestamps: %s rows with arrival lag or disorder of %s or more (event time %s) are left out of the measures, the recommendation and the what-if:",
 		thousands(b.Rows), FormatDuration(after.Seconds()), times)
+	var kinds []string
 	if b.Past > 0 {
-		s += fmt.Sprintf(" %s far in the past — quarantine them with a time floor (stream --min-event-time %s)", thousands(b.Past), b.SuggestedMinEventTime)
+		kinds = append(kinds, fmt.Sprintf("%s far in the past", thousands(b.Past)))
 	}
 	if b.Future > 0 {
-		s += fmt.Sprintf("; %s far ahead of their arrival — --max-future (default 1h) quarantines them as future_time", thousands(b.Future))
+		kinds = append(kinds, fmt.Sprintf("%s far ahead of their arrival", thousands(b.Future)))
 	}
 	if b.Disorder > 0 {
-		s += fmt.Sprintf("; %s arrived behind an event from the future that moved their source's maximum", thousands(b.Disorder))
+		kinds = append(kinds, fmt.Sprintf("%s behind an event from the future that moved their source's maximum", thousands(b.Disorder)))
 	}
+	s += " " + strings.Join(kinds, ", ") + ". Keep them out of the stream: a time floor quarantines old event times"
+	if b.SuggestedMinEventTime != "" {
+		s += " (stream --min-event-time " + b.SuggestedMinEventTime + ")"
+	}
+	s += ", --max-future (default 1h) those ahead of their arrival (future_time)"
 	return s
 }
 

@@ -68,6 +68,9 @@ func writeGroup(w io.Writer, g *Group, badAfter time.Duration, rowBytes int64) {
 	}
 	fmt.Fprintf(w, "recommended --lateness %s (disorder p99 rounded up): drops %s of rows with --late-rule window\n",
 		FormatDuration(g.RecommendedLateness), percent(g.RecommendedDropFraction))
+	if g.Outages == nil && g.RecommendedLateness >= 3600 {
+		fmt.Fprintln(w, "  (an hours-long budget: --by hour or --by day tells whether outage periods drive it)")
+	}
 	if o := g.Outages; o != nil {
 		switch {
 		case o.DrivesRecommendation:
