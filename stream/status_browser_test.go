@@ -59,9 +59,29 @@ func TestStatusPageInBrowser(t *testing.T) {
 	bin := chromium(t)
 	addr, log, stop := statusStream(t)
 	defer stop()
-	lines, _ := log.snapshot()
-	last := lines[len(lines)-1]
 	dom := string(runChromium(t, bin, "http://"+addr+"/", "--dump-dom"))
+	// The page shows the batch it last fetched (data-batch on <body>);
+	// compare with that batch's progress line.
+	lines, _ := log.snapshot()
+	m := regexp.MustCompile(`<body data-batch="(\d+)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the page drew no batch:\n%s", dom)
+	}
+	shown, _ := strconv.ParseInt(m[1], 10, 64)
+	var last progress
+	n := 0
+	for i, p := range lines {
+		if p.BatchID == shown {
+			last, n = p, i+1
+		}
+	}
+	if n == 0 {
+		t.Fatalf("the page shows batch %d, not among the %d progress lines", shown, len(lines))
+	}
+	if n < len(lines) {
+		t.Logf("the stream wrote %d more lines after the page's fetch", len(lines)-n)
+	}
+	lines = lines[:n]
 
 	text := func(id string) string {
 		m := regexp.MustCompile(`id="` + id + `"[^>]*>([^<]*)<`).FindStringSubmatch(dom)
