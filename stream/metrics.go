@@ -27,14 +27,20 @@ type metrics struct {
 	stateRows   prometheus.Gauge
 	stateBytes  prometheus.Gauge
 	duration    prometheus.Histogram
+	srcMark     *prometheus.GaugeVec
+	srcMax      *prometheus.GaugeVec
+	srcIdle     *prometheus.GaugeVec
+	info        *prometheus.GaugeVec
 
-	srv  *http.Server
-	done chan error
+	status *status // the page at / and /api/progress
+	srv    *http.Server
+	done   chan error
 }
 
-func newMetrics() *metrics {
+func newMetrics(cfg RunnerConfig) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		status: newStatus(cfg),
+		reg:    prometheus.NewRegistry(),
 		watermark: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tidemark_watermark_seconds",
 			Help: "Global event-time watermark, seconds since the epoch."}),
 		maxEvent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tidemark_max_event_time_seconds",
@@ -55,16 +61,26 @@ func newMetrics() *metrics {
 			Help: "Estimated bytes held by open window state."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tidemark_batch_duration_seconds",
 			Help: "Wall time to process and commit one batch.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		srcMark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tidemark_source_watermark_seconds",
+			Help: "Per source: max event time seen minus the lateness budget, seconds since the epoch."}, []string{"source"}),
+		srcMax: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tidemark_source_max_event_time_seconds",
+			Help: "Per source: largest valid event time seen, seconds since the epoch."}, []string{"source"}),
+		srcIdle: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tidemark_source_idle",
+			Help: "Per source: 1 while idle (silent for --idle-timeout, not holding the watermark back)."}, []string{"source"}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tidemark_stream_info",
+			Help: "Always 1: where the stream reads and writes, as labels."}, []string{"name", "lake", "checkpoint"}),
 	}
 	m.reg.MustRegister(m.watermark, m.maxEvent, m.dropped, m.rows, m.quarantined, m.batches,
-		m.emitted, m.stateRows, m.stateBytes, m.duration)
+		m.emitted, m.stateRows, m.stateBytes, m.duration, m.srcMark, m.srcMax, m.srcIdle, m.info)
+	m.info.WithLabelValues(cfg.Name, cfg.Lake, cfg.Checkpoint).Set(1)
 	for _, r := range tidemark.Reasons {
 		m.quarantined.WithLabelValues(string(r))
 	}
 	return m
 }
 
-// serve starts the /metrics endpoint; stop shuts it down.
+// serve starts the /metrics endpoint, the status page at / and its JSON at
+// /api/progress; stop shuts them down.
 func (m *metrics) serve(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -72,6 +88,8 @@ func (m *metrics) serve(addr string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/api/progress", m.status.serveJSON)
+	mux.HandleFunc("/", servePage)
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	m.done = make(chan error, 1)
 	go func() { m.done <- m.srv.Serve(ln) }()
@@ -92,7 +110,19 @@ func (m *metrics) stop() error {
 	return err
 }
 
-func (m *metrics) observe(p progress, res BatchResult) {
+func (m *metrics) observe(p progress, res BatchResult, marks []sourceMark) {
+	m.status.add(p, res.Emitted)
+	for _, s := range marks {
+		if s.HasEventTime {
+			m.srcMax.WithLabelValues(s.Name).Set(float64(s.MaxEventTime) / 1e6)
+			m.srcMark.WithLabelValues(s.Name).Set(float64(s.Watermark) / 1e6)
+		}
+		idle := 0.0
+		if s.Idle {
+			idle = 1
+		}
+		m.srcIdle.WithLabelValues(s.Name).Set(idle)
+	}
 	for src, n := range p.InputRows {
 		m.rows.WithLabelValues(src).Add(float64(n))
 	}

@@ -22,11 +22,14 @@ type progress struct {
 	EventTime     eventTime        `json:"event_time"`
 	Dropped       int64            `json:"rows_dropped_by_watermark"`
 	Quarantined   map[string]int64 `json:"quarantined"`
-	StateRows     int              `json:"state_rows"`
-	StateBytes    int64            `json:"state_bytes"`
-	Emitted       int              `json:"windows_emitted"`
-	DurationMs    float64          `json:"duration_ms"`
-	Drain         bool             `json:"drain,omitempty"`
+	// Sources holds each source's max event time and watermark (what W is
+	// the min or max of) and whether it is idle.
+	Sources    map[string]sourceProgress `json:"sources,omitempty"`
+	StateRows  int                       `json:"state_rows"`
+	StateBytes int64                     `json:"state_bytes"`
+	Emitted    int                       `json:"windows_emitted"`
+	DurationMs float64                   `json:"duration_ms"`
+	Drain      bool                      `json:"drain,omitempty"`
 }
 
 type eventTime struct {
@@ -68,8 +71,20 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 	if res.HasWatermark && res.Watermark != tidemark.MaxTime {
 		p.EventTime.Watermark = tidemark.FormatTime(res.Watermark)
 	}
+	marks := r.engine.sourceMarks(time.UnixMicro(entry.ReadTime))
+	p.Sources = make(map[string]sourceProgress, len(marks))
+	for _, m := range marks {
+		sp := sourceProgress{Idle: m.Idle}
+		if m.HasEventTime {
+			sp.MaxEventTime = tidemark.FormatTime(m.MaxEventTime)
+			if m.Watermark > tidemark.MinTime {
+				sp.Watermark = tidemark.FormatTime(m.Watermark)
+			}
+		}
+		p.Sources[m.Name] = sp
+	}
 	if r.metrics != nil {
-		r.metrics.observe(p, res)
+		r.metrics.observe(p, res, marks)
 	}
 	if r.cfg.Progress == nil {
 		return

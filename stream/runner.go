@@ -125,7 +125,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		}
 	}()
 	if cfg.MetricsAddr != "" {
-		r.metrics = newMetrics()
+		r.metrics = newMetrics(cfg)
 		if err := r.metrics.serve(cfg.MetricsAddr); err != nil {
 			return nil, err
 		}

@@ -45,7 +45,7 @@ func TestJSONShape(t *testing.T) {
 	pct := "max,min,p50,p90,p95,p99,p999"
 	for _, gv := range groups {
 		g := gv.(map[string]any)
-		if got, want := keysOf(g), "arrival_lag_s,buckets,disorder_s,group,recommended_drop_fraction,recommended_lateness_s,rows,what_if"; got != want {
+		if got, want := keysOf(g), "arrival_lag_s,bad_timestamps,buckets,disorder_s,group,keys_per_window,recommended_drop_fraction,recommended_lateness_s,rows,what_if"; got != want {
 			t.Errorf("group keys: got %s, want %s", got, want)
 		}
 		for _, k := range []string{"arrival_lag_s", "disorder_s"} {
@@ -61,7 +61,7 @@ func TestJSONShape(t *testing.T) {
 			t.Errorf("what_if has %d rows, want at least 5", len(wi))
 		}
 		for _, w := range wi {
-			if got, want := keysOf(w.(map[string]any)), "dropped_event_rule,dropped_window_rule,lateness_s"; got != want {
+			if got, want := keysOf(w.(map[string]any)), "dropped_event_rule,dropped_window_rule,final_wait_s,lateness_s,open_windows_per_key,state_bytes,state_rows"; got != want {
 				t.Errorf("what_if keys: got %s, want %s", got, want)
 			}
 		}

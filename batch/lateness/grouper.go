@@ -20,8 +20,8 @@ type grouper struct {
 	by      string
 	keyPart int // index of the --by key among the lake's keys; -1 otherwise
 	max     int
-	accs    []*groupAcc
-	ids     map[string]int       // group name -> index into accs
+	names   []string             // group names by index
+	ids     map[string]int       // group name -> index into names
 	byKey   map[tidemark.Key]int // cache for key grouping
 }
 
@@ -47,19 +47,19 @@ func (g *grouper) id(name string) (int, error) {
 	if i, ok := g.ids[name]; ok {
 		return i, nil
 	}
-	if len(g.accs) >= g.max {
+	if len(g.names) >= g.max {
 		return 0, fmt.Errorf("lateness: --by %s: more than %d groups", g.by, g.max)
 	}
-	g.ids[name] = len(g.accs)
-	g.accs = append(g.accs, &groupAcc{name: name, ladder: newLadderCounts()})
-	return len(g.accs) - 1, nil
+	g.ids[name] = len(g.names)
+	g.names = append(g.names, name)
+	return len(g.names) - 1, nil
 }
 
 // group returns the group of row i of b.
 func (g *grouper) group(b lake.RawBatch, i int) (int, error) {
 	switch {
 	case g.by == ByNone:
-		if len(g.accs) == 1 {
+		if len(g.names) == 1 {
 			return 0, nil
 		}
 		return g.id(allGroup)

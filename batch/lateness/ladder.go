@@ -81,7 +81,7 @@ func FormatDuration(seconds float64) string {
 		return fmt.Sprintf("%.0fµs", us)
 	case us < 10_000:
 		return trimZero(fmt.Sprintf("%.1f", us/1000)) + "ms"
-	case us < 1e6:
+	case us < 999_500: // not "1000ms"
 		return fmt.Sprintf("%.0fms", us/1000)
 	case seconds < 10:
 		return trimZero(fmt.Sprintf("%.2f", seconds)) + "s"

@@ -36,6 +36,14 @@ type genConfig struct {
 	lateness int64 // µs, of the stream that wrote the lake (window rule)
 	seed     uint64
 	maxBatch int // rows per micro-batch are 1..maxBatch
+	// bad adds rows whose event time is badTime (epoch zero when 0),
+	// arriving among the others: a client with a broken clock.
+	bad     int
+	badTime int64
+	// outage, when not 0, is the start of an hour (µs) in which 30% of
+	// the events arrive 1–3 hours late (a source that stopped and caught
+	// up); the other hours then have no hours-late tail.
+	outage int64
 }
 
 // makeLake generates n events over several sources whose arrival delay is
@@ -74,9 +82,21 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		if rng.IntN(50) == 0 {
 			delay = -rng.Float64() * 5e6 // clock skew: arrival before event time
 		}
+		if g.outage != 0 {
+			delay = min(delay, 600e6)
+			if r.EventTime >= g.outage && r.EventTime < g.outage+usHour && rng.Float64() < 0.3 {
+				delay = 3600e6 + rng.Float64()*7200e6
+			}
+		}
 		r.Arrival = r.EventTime + int64(delay)
 		r.Key = pages[rng.IntN(len(pages))]
 		r.Payload = []byte("{}")
+	}
+	for i := range g.bad {
+		r := recs[rng.IntN(g.n)]
+		r.EventTime = g.badTime + int64(i)
+		r.Arrival += int64(rng.IntN(1000))
+		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(a, b tidemark.Record) int {
 		return cmp.Or(cmp.Compare(a.Arrival, b.Arrival), cmp.Compare(a.Source, b.Source), cmp.Compare(a.File, b.File))

@@ -17,7 +17,7 @@ const (
 	marginLeft  = 80
 	marginRight = 30
 	marginTop   = 40 // panel title above the axes
-	marginBot   = 60
+	marginBot   = 70
 	plotMinUs   = 1000.0 // the axis starts at 1ms
 )
 
@@ -37,9 +37,21 @@ var timeTicks = []tick{
 // the share of rows later than x (1 − CDF) for disorder and arrival lag on
 // a log time axis and a log share axis (so the tail the budget is about is
 // visible), the recommended budget as a vertical line and a 1% guide.
+//
+// With periods (Config.Period) each group gets a second panel: p50 and p99
+// of both measures per period over time, the marked periods shaded, the
+// recommendation and the normal periods' budget as horizontal lines.
 func (r *Report) WritePlot(w io.Writer) error {
-	n := max(len(r.Groups), 1)
-	height := titleHeight + n*panelHeight
+	height := titleHeight + panelHeight
+	if len(r.Groups) > 0 {
+		height = titleHeight
+	}
+	for i := range r.Groups {
+		height += panelHeight
+		if len(r.Groups[i].Periods) > 0 {
+			height += panelHeight
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="13">`+"\n", plotWidth, height, plotWidth, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -47,8 +59,14 @@ func (r *Report) WritePlot(w io.Writer) error {
 	if len(r.Groups) == 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">no raw events in the range</text>`+"\n", plotWidth/2, titleHeight+panelHeight/2)
 	}
+	top := titleHeight
 	for i := range r.Groups {
-		plotGroup(&b, &r.Groups[i], titleHeight+i*panelHeight)
+		plotGroup(&b, &r.Groups[i], top)
+		top += panelHeight
+		if len(r.Groups[i].Periods) > 0 {
+			plotPeriods(&b, &r.Groups[i], top)
+			top += panelHeight
+		}
 	}
 	b.WriteString("</svg>\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {

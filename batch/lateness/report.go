@@ -17,13 +17,29 @@
 // Its drop fraction is what the replay drops with it under the default
 // --late-rule window.
 //
+// Bad timestamps. Rows whose arrival lag or disorder is at least
+// Config.BadAfter (30 days) are not late, they are wrong (epoch zero, a
+// mistyped year): they are counted per group and kept out of every measure,
+// the recommendation and the replay, so no such row can move the budget;
+// the report points to the stream's time floor and --max-future.
+//
+// Periods. With Config.Period (hour or day) rows are counted per (group,
+// period of event time) cell, and groups are the cells' sums. Periods far
+// from the usual are marked by MarkRule; the budget the unmarked periods
+// need is reported beside the recommendation, with what it drops.
+//
+// Costs. Each what-if budget also says how long windows wait before they
+// are final and the open-window state it implies (open windows per key
+// times the keys per window, counted in the scan).
+//
 // Memory. One scan of raw_events feeds per-group sketches (a few thousand
 // counters each) and an external sort of 44-byte rows into arrival order:
 // at most Config.ChunkRows rows in memory, the rest in temporary files,
 // merged with a 32 KiB buffer per file. The replay holds one micro-batch of
 // records and one engine per (budget, rule), whose state is one slot per
-// open window (the replay gives records no key). Groups are held in memory,
-// at most Config.MaxGroups of them.
+// open window (the replay gives records no key). Groups and periods are held
+// in memory, at most Config.MaxGroups cells of them; the keys-per-window
+// count holds at most Config.MaxKeyWindows hashes.
 package lateness
 
 import (
@@ -69,6 +85,19 @@ type Config struct {
 	MaxGroups int
 	// TempDir holds the sort's spill files; "" means os.TempDir().
 	TempDir string
+	// Period splits each group by hour or day of event time (UTC):
+	// PeriodHour, PeriodDay, or 0 for none.
+	Period time.Duration
+	// StateRowBytes is what one open (window, key) aggregate costs the
+	// stream, for the what-if's state bytes; 0 means DefaultStateRowBytes.
+	StateRowBytes int64
+	// MaxKeyWindows bounds the distinct (window, key) pairs counted for the
+	// keys per window; 0 means 1<<20.
+	MaxKeyWindows int
+	// BadAfter is where lateness stops being plausible: rows whose arrival
+	// lag or disorder is at least this are bad timestamps, left out of
+	// the measures; 0 means DefaultBadAfter.
+	BadAfter time.Duration
 }
 
 func (c *Config) defaults() {
@@ -89,6 +118,15 @@ func (c *Config) defaults() {
 	if c.MaxGroups <= 0 {
 		c.MaxGroups = 10_000
 	}
+	if c.StateRowBytes <= 0 {
+		c.StateRowBytes = DefaultStateRowBytes
+	}
+	if c.MaxKeyWindows <= 0 {
+		c.MaxKeyWindows = 1 << 20
+	}
+	if c.BadAfter <= 0 {
+		c.BadAfter = DefaultBadAfter
+	}
 	if c.TempDir == "" {
 		c.TempDir = os.TempDir()
 	}
@@ -104,7 +142,9 @@ func (c *Config) defaults() {
 type Report struct {
 	Groups []Group `json:"groups"`
 
-	asked []float64 // the what-if budgets every group has, seconds
+	asked    []float64 // the what-if budgets every group has, seconds
+	badAfter time.Duration
+	rowBytes int64 // Config.StateRowBytes
 }
 
 // Group is the measure of one group of rows. Durations are seconds.
@@ -120,6 +160,16 @@ type Group struct {
 	RecommendedLateness     float64  `json:"recommended_lateness_s"`
 	RecommendedDropFraction float64  `json:"recommended_drop_fraction"`
 	WhatIf                  []WhatIf `json:"what_if"`
+	// KeysPerWindow is the mean number of distinct keys in a window (of the
+	// lake's window length) holding rows of the group: what turns open
+	// windows into state rows.
+	KeysPerWindow float64 `json:"keys_per_window"`
+	// BadTimestamps are the group's rows left out of all of the above.
+	BadTimestamps BadTimestamps `json:"bad_timestamps"`
+	// Periods (with Config.Period) are the group's hours or days, sorted;
+	// Outages sums up the marked ones.
+	Periods []Period `json:"periods,omitempty"`
+	Outages *Outages `json:"outages,omitempty"`
 
 	lag, dis *Sketch // for the plot
 }
@@ -152,19 +202,39 @@ type WhatIf struct {
 	Lateness      float64 `json:"lateness_s"`
 	DroppedEvent  int64   `json:"dropped_event_rule"`
 	DroppedWindow int64   `json:"dropped_window_rule"`
+	// What the budget costs. FinalWait: about how long after its end a
+	// window waits before it is final, seconds (the budget, plus the
+	// arrival lag p50 of the events that move the watermark past it).
+	// OpenWindowsPerKey: windows of one key open at once, (budget + window)
+	// / slide rounded up; the stream's state rows are this times the keys
+	// active in that span (about 100 bytes each, see state_bytes in the
+	// progress lines).
+	FinalWait         float64 `json:"final_wait_s"`
+	OpenWindowsPerKey int64   `json:"open_windows_per_key"`
+	// StateRows is OpenWindowsPerKey times the group's KeysPerWindow: the
+	// open (window, key) aggregates the stream holds; StateBytes that times
+	// Config.StateRowBytes. Estimates, from the rows' keys.
+	StateRows  int64 `json:"state_rows"`
+	StateBytes int64 `json:"state_bytes"`
 }
 
-// groupAcc accumulates one group during the scan.
+// groupAcc accumulates one cell (a group, or a group's period) during the
+// scan, and then the group's sum.
 type groupAcc struct {
-	name   string
+	group  int   // index into the grouper's names
+	period int64 // period start, µs; 0 without periods
 	lag    Sketch
 	dis    Sketch
 	bucket Buckets
 	ladder ladderCounts
+	first  int64 // earliest event time
 	rec    int64 // recommended lateness, µs
 }
 
-func (g *groupAcc) add(lag, disorder int64) {
+func (g *groupAcc) add(lag, disorder, event int64) {
+	if g.dis.Count() == 0 || event < g.first {
+		g.first = event
+	}
 	g.lag.Add(lag)
 	g.dis.Add(disorder)
 	g.ladder.add(disorder)
@@ -180,9 +250,33 @@ func (g *groupAcc) add(lag, disorder int64) {
 	}
 }
 
+// merge adds cell o to g.
+func (g *groupAcc) merge(o *groupAcc) {
+	if o.dis.Count() == 0 {
+		return
+	}
+	if g.dis.Count() == 0 || o.first < g.first {
+		g.first = o.first
+	}
+	g.lag.Merge(&o.lag)
+	g.dis.Merge(&o.dis)
+	for i, c := range o.ladder {
+		g.ladder[i] += c
+	}
+	g.bucket.Lt1m += o.bucket.Lt1m
+	g.bucket.M1m10m += o.bucket.M1m10m
+	g.bucket.M10m1h += o.bucket.M10m1h
+	g.bucket.Ge1h += o.bucket.Ge1h
+}
+
 // Run reads raw_events (ok and late rows alike, so the measure is not
 // biased by what the stream dropped) in one scan and replays the rows in
 // arrival order through cfg.Replay. Groups come out sorted by name.
+//
+// Rows with a bad timestamp (arrival lag or disorder of at least
+// cfg.BadAfter) are counted per group and left out of everything else,
+// the replay included: the what-if answers for a stream whose time floor
+// and --max-future keep them out.
 func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.Replay == nil {
@@ -191,16 +285,24 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	if cfg.From >= cfg.To {
 		return nil, fmt.Errorf("lateness: empty time range [%s, %s)", tidemark.FormatTime(cfg.From), tidemark.FormatTime(cfg.To))
 	}
+	if cfg.Period != 0 && cfg.Period != PeriodHour && cfg.Period != PeriodDay {
+		return nil, fmt.Errorf("lateness: period %s: want an hour or a day", cfg.Period)
+	}
 	grouper, err := newGrouper(lk.Config().Keys, cfg.By, cfg.MaxGroups)
 	if err != nil {
 		return nil, err
 	}
+	cells := newCells(cfg.Period, cfg.MaxGroups)
+	bad := badAcc{after: cfg.BadAfter.Microseconds()}
+	var bads []BadTimestamps // per group
 	srt := newSorter(cfg.TempDir, cfg.ChunkRows)
 	defer srt.close()
 	cols := []string{lake.ColEventTime, lake.ColArrivalTime, lake.ColDisorder, lake.ColSource, lake.ColFile, lake.ColOffset, lake.ColBatchID}
-	if grouper.keyPart >= 0 {
+	withKeys := len(lk.Config().Keys) > 0
+	if withKeys {
 		cols = append(cols, lake.ColKey)
 	}
+	kw := newKeyWindows(lk.Config().Window.Size, cfg.MaxKeyWindows)
 	q := lake.RawQuery{From: cfg.From, To: cfg.To, Columns: cols}
 	err = lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
 		for i := range b.N {
@@ -208,10 +310,25 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 			if err != nil {
 				return err
 			}
-			grouper.accs[g].add(b.ArrivalTime[i]-b.EventTime[i], b.Disorder[i])
+			ev, lag, dis := b.EventTime[i], b.ArrivalTime[i]-b.EventTime[i], b.Disorder[i]
+			if k := bad.kind(lag, dis); k != 0 {
+				for len(bads) <= g {
+					bads = append(bads, BadTimestamps{})
+				}
+				bads[g].add(k, ev)
+				continue
+			}
+			c, err := cells.cell(g, ev)
+			if err != nil {
+				return err
+			}
+			cells.accs[c].add(lag, dis, ev)
+			if withKeys {
+				kw.add(g, ev, b.Key[i])
+			}
 			err = srt.add(row{
-				arrival: b.ArrivalTime[i], event: b.EventTime[i], offset: b.Offset[i], batch: b.BatchID[i],
-				source: srt.id(0, b.Source[i]), file: srt.id(1, b.File[i]), group: uint32(g),
+				arrival: b.ArrivalTime[i], event: ev, offset: b.Offset[i], batch: b.BatchID[i],
+				source: srt.id(0, b.Source[i]), file: srt.id(1, b.File[i]), group: uint32(c),
 			})
 			if err != nil {
 				return err
@@ -222,66 +339,34 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lateness: %w", err)
 	}
-	accs := grouper.accs
-	budgets := make([]int64, 0, len(cfg.Budgets)+len(accs))
+	for len(bads) < len(grouper.names) {
+		bads = append(bads, BadTimestamps{})
+	}
+	groups := rollUp(grouper.names, cells.accs, bads)
+	for _, g := range groups {
+		g.keysPerWindow = kw.perWindow(g.index)
+	}
+	budgets := make([]int64, 0, len(cfg.Budgets)+2*len(groups))
 	for _, b := range cfg.Budgets {
 		budgets = append(budgets, b.Microseconds())
 	}
-	for _, g := range accs {
-		g.rec = g.ladder.recommend(0.99, g.dis.Count(), &g.dis)
-		budgets = append(budgets, g.rec)
+	for _, g := range groups {
+		budgets = append(budgets, g.acc.rec)
+		if cfg.Period > 0 {
+			g.markPeriods()
+			budgets = append(budgets, g.normal)
+		}
 	}
 	slices.Sort(budgets)
 	budgets = slices.Compact(budgets)
-	drops, err := replay(ctx, srt, cfg, budgets, len(accs))
+	drops, err := replay(ctx, srt, cfg, budgets, len(cells.accs))
 	if err != nil {
 		return nil, err
 	}
 	if err := srt.close(); err != nil {
 		return nil, fmt.Errorf("lateness: %w", err)
 	}
-	return assemble(accs, cfg.Budgets, budgets, drops), nil
-}
-
-// assemble turns the accumulators and replay counts into the report.
-func assemble(accs []*groupAcc, asked []time.Duration, budgets []int64, drops [][2][]int64) *Report {
-	rep := &Report{Groups: []Group{}}
-	for _, b := range asked {
-		rep.asked = append(rep.asked, float64(b.Microseconds())/1e6)
-	}
-	for gi, a := range accs {
-		g := Group{
-			Group:      a.name,
-			Rows:       a.dis.Count(),
-			ArrivalLag: percentiles(&a.lag),
-			Disorder:   percentiles(&a.dis),
-			Buckets:    a.bucket,
-			lag:        &a.lag,
-			dis:        &a.dis,
-		}
-		g.RecommendedLateness = float64(a.rec) / 1e6
-		for bi, b := range budgets {
-			if b != a.rec && !slices.Contains(asked, time.Duration(b)*time.Microsecond) {
-				continue
-			}
-			w := WhatIf{Lateness: float64(b) / 1e6, DroppedEvent: drops[bi][ruleEvent][gi], DroppedWindow: drops[bi][ruleWindow][gi]}
-			g.WhatIf = append(g.WhatIf, w)
-			if b == a.rec && g.Rows > 0 {
-				g.RecommendedDropFraction = float64(w.DroppedWindow) / float64(g.Rows)
-			}
-		}
-		rep.Groups = append(rep.Groups, g)
-	}
-	slices.SortFunc(rep.Groups, func(a, b Group) int {
-		switch {
-		case a.Group < b.Group:
-			return -1
-		case a.Group > b.Group:
-			return 1
-		}
-		return 0
-	})
-	return rep
+	return assemble(groups, cfg, lk.Config().Window, budgets, drops), nil
 }
 
 func percentiles(s *Sketch) Percentiles {

@@ -159,3 +159,40 @@ func (s *Sketch) CDF() []Point {
 	}
 	return pts
 }
+
+// Merge adds every value counted by o to s, as if each had been added to s:
+// bucket counts add, so the accuracy stays Alpha.
+func (s *Sketch) Merge(o *Sketch) {
+	if o.n == 0 {
+		return
+	}
+	if s.n == 0 || o.min < s.min {
+		s.min = o.min
+	}
+	if s.n == 0 || o.max > s.max {
+		s.max = o.max
+	}
+	s.n += o.n
+	s.zero += o.zero
+	s.pos.merge(&o.pos)
+	s.neg.merge(&o.neg)
+}
+
+func (b *logBuckets) merge(o *logBuckets) {
+	if len(o.counts) == 0 {
+		return
+	}
+	if len(b.counts) == 0 {
+		b.off, b.counts = o.off, append([]int64(nil), o.counts...)
+		return
+	}
+	lo, hi := min(b.off, o.off), max(b.off+len(b.counts), o.off+len(o.counts))
+	if lo != b.off || hi != b.off+len(b.counts) {
+		grown := make([]int64, hi-lo)
+		copy(grown[b.off-lo:], b.counts)
+		b.counts, b.off = grown, lo
+	}
+	for j, c := range o.counts {
+		b.counts[o.off-b.off+j] += c
+	}
+}

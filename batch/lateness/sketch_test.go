@@ -91,3 +91,38 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestSketchMerge checks a merged sketch answers exactly as one sketch fed
+// every value.
+func TestSketchMerge(t *testing.T) {
+	var a, b, all Sketch
+	v := int64(12345)
+	for i := range 5000 {
+		v = v*6364136223846793005 + 1442695040888963407
+		x := v >> 40
+		if i%7 == 0 {
+			x = -x / 3
+		}
+		if i%11 == 0 {
+			x = 0
+		}
+		all.Add(x)
+		if i%3 == 0 {
+			a.Add(x)
+		} else {
+			b.Add(x)
+		}
+	}
+	var m Sketch
+	m.Merge(&a)
+	m.Merge(&b)
+	m.Merge(&Sketch{})
+	if m.Count() != all.Count() || m.Min() != all.Min() || m.Max() != all.Max() {
+		t.Fatalf("merged count/min/max %d %d %d, want %d %d %d", m.Count(), m.Min(), m.Max(), all.Count(), all.Min(), all.Max())
+	}
+	for _, q := range []float64{0, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 1} {
+		if got, want := m.Quantile(q), all.Quantile(q); got != want {
+			t.Errorf("q%v: merged %v, want %v", q, got, want)
+		}
+	}
+}

@@ -23,9 +23,10 @@ func latenessCommand() *cli.Command {
 			&cli.DurationFlag{Name: "since", Usage: "only events with event time in the last D, e.g. 24h (default: all)", EnvVars: env("since")},
 			&cli.StringFlag{Name: "from", Usage: "only events at or after this event time (RFC 3339 or date)", EnvVars: env("from")},
 			&cli.StringFlag{Name: "to", Usage: "only events before this event time", EnvVars: env("to")},
-			&cli.StringFlag{Name: "by", Value: "none", Usage: "group by none, source or a key field", EnvVars: env("by")},
+			&cli.StringSliceFlag{Name: "by", Usage: "group by none, source or a key field, and/or split by hour or day of event time (repeatable or comma-separated: --by source,hour)", EnvVars: env("by")},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv", EnvVars: env("format")},
-			&cli.StringFlag{Name: "plot", Usage: "also draw the distributions to this SVG file", EnvVars: env("plot")},
+			&cli.StringFlag{Name: "plot", Usage: "also draw the distributions (and, with --by hour|day, p50/p99 over time) to this SVG file", EnvVars: env("plot")},
+			&cli.DurationFlag{Name: "bad-after", Value: lateness.DefaultBadAfter, Usage: "rows with an arrival lag or disorder of at least this are bad timestamps, left out of the measures", EnvVars: env("bad-after")},
 			&cli.StringFlag{Name: "watermark-policy", Value: "min", Usage: "the stream's --watermark-policy, for the what-if replay", EnvVars: env("watermark-policy")},
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "the stream's --idle-timeout, for the what-if replay (arrival time is the clock)", EnvVars: env("idle-timeout")},
 		),
@@ -52,7 +53,10 @@ func runLateness(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.By = c.String("by")
+	if cfg.By, cfg.Period, err = parseBy(c.StringSlice("by")); err != nil {
+		return err
+	}
+	cfg.BadAfter = c.Duration("bad-after")
 	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")})
 	rep, err := lateness.Run(c.Context, lk, cfg)
 	if err != nil {
@@ -70,6 +74,30 @@ func runLateness(c *cli.Context) error {
 		return rep.WriteCSV(c.App.Writer)
 	}
 	return rep.WriteTable(c.App.Writer)
+}
+
+// parseBy splits the --by values into a grouping and a period.
+func parseBy(vals []string) (by string, period time.Duration, err error) {
+	by = lateness.ByNone
+	for _, v := range vals {
+		switch v {
+		case "hour", "day":
+			if period != 0 {
+				return "", 0, fmt.Errorf("--by %s: one of hour and day", v)
+			}
+			period = lateness.PeriodHour
+			if v == "day" {
+				period = lateness.PeriodDay
+			}
+		case "", lateness.ByNone:
+		default:
+			if by != lateness.ByNone {
+				return "", 0, fmt.Errorf("--by %s: one grouping (source or a key field) besides hour or day, got %s too", v, by)
+			}
+			by = v
+		}
+	}
+	return by, period, nil
 }
 
 func writePlot(path string, rep *lateness.Report) error {

@@ -1,0 +1,36 @@
+package stream
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// sourceMark is one source's part of the watermark after a batch: what the
+// status page and the progress line show per source.
+type sourceMark struct {
+	Name         string
+	MaxEventTime int64 // µs; meaningful when HasEventTime
+	Watermark    int64 // MaxEventTime − the lateness budget, µs
+	HasEventTime bool  // false while the source has sent only quarantined lines
+	Idle         bool  // silent for IdleTimeout at now: not holding W back
+}
+
+// sourceMarks returns each source's max event time, watermark and idleness
+// at now (the last batch's now), sorted by name. It reads the same fields
+// advance does, so the figures are the ones W was computed from.
+func (e *Engine) sourceMarks(now time.Time) []sourceMark {
+	nowNs := now.UnixNano()
+	idle := int64(e.cfg.IdleTimeout)
+	out := make([]sourceMark, 0, len(e.sources))
+	for name, s := range e.sources {
+		m := sourceMark{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax}
+		if s.hasMax {
+			m.Watermark = subSat(s.max, e.cfg.Lateness)
+		}
+		m.Idle = idle > 0 && nowNs-s.lastSeen >= idle
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b sourceMark) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

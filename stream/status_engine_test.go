@@ -1,0 +1,41 @@
+package stream
+
+import (
+	"testing"
+	"time"
+
+	"tidemark"
+)
+
+// TestSourceMarks: each source's watermark is its max event time minus the
+// budget, the idle flag follows IdleTimeout on the batch clock, and W is the
+// min over the active sources' watermarks.
+func TestSourceMarks(t *testing.T) {
+	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1e6}, Lateness: 2e6, IdleTimeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	rec := func(src string, sec int64) tidemark.Record {
+		return tidemark.Record{Source: src, EventTime: sec * 1e6}
+	}
+	e.Process([]tidemark.Record{rec("a", 10), rec("b", 20), {Source: "c", Reason: tidemark.ReasonMalformed}}, now)
+	res := e.Process([]tidemark.Record{rec("a", 30)}, now.Add(6*time.Second))
+	marks := e.sourceMarks(now.Add(6 * time.Second))
+	want := []sourceMark{
+		{Name: "a", MaxEventTime: 30e6, Watermark: 28e6, HasEventTime: true},
+		{Name: "b", MaxEventTime: 20e6, Watermark: 18e6, HasEventTime: true, Idle: true},
+		{Name: "c", Idle: true},
+	}
+	if len(marks) != len(want) {
+		t.Fatalf("got %+v, want %+v", marks, want)
+	}
+	for i := range want {
+		if marks[i] != want[i] {
+			t.Errorf("source %d: got %+v, want %+v", i, marks[i], want[i])
+		}
+	}
+	if res.Watermark != 28e6 {
+		t.Errorf("W %d, want a's watermark 28s (b is idle)", res.Watermark)
+	}
+}
