@@ -1,0 +1,74 @@
+package ingest
+
+// Sizer is implemented by sources that know the raw size of each input they
+// track, so a progress display can say how much of the input is still unread
+// (the bar of `tidemark stream --once`). It is optional: a source without it
+// simply has no known backlog. Like Read, it is not synchronised.
+type Sizer interface {
+	Sizes() []FileSize
+}
+
+// FileSize is the raw size of one file or object, keyed like FilePosition.Path.
+type FileSize struct {
+	Path string `json:"path"`
+	// Size is the raw (on-disk, or listed) size: with Once, the size at Open
+	// (what the source reads); otherwise the size at the last stat or listing.
+	Size int64 `json:"size"`
+	// Compressed inputs have offsets in the decompressed stream, which are
+	// not comparable with Size: count such a file as unread until it is Done.
+	Compressed bool `json:"compressed,omitempty"`
+}
+
+// Unread is how many raw bytes of the inputs in sizes the position has not
+// read yet, and how many of those inputs are not finished. A file missing
+// from p (vanished) counts as read.
+func Unread(sizes []FileSize, p Position) (bytes int64, files int) {
+	at := make(map[string]FilePosition, len(p.Files))
+	for _, f := range p.Files {
+		at[f.Path] = f
+	}
+	for _, s := range sizes {
+		f, ok := at[s.Path]
+		if !ok || f.Done {
+			continue
+		}
+		left := s.Size
+		if !s.Compressed {
+			left = max(0, s.Size-f.Offset)
+		}
+		if left > 0 {
+			bytes += left
+			files++
+		}
+	}
+	return bytes, files
+}
+
+var (
+	_ Sizer = (*Dir)(nil)
+	_ Sizer = (*s3Source)(nil)
+)
+
+// Sizes implements Sizer, in path order.
+func (d *Dir) Sizes() []FileSize {
+	out := make([]FileSize, 0, len(d.order))
+	for _, rel := range d.order {
+		st := d.files[rel]
+		size := st.size
+		if st.limit >= 0 {
+			size = st.limit
+		}
+		out = append(out, FileSize{Path: rel, Size: size, Compressed: st.compressed})
+	}
+	return out
+}
+
+// Sizes implements Sizer, in key order.
+func (s *s3Source) Sizes() []FileSize {
+	out := make([]FileSize, 0, len(s.order))
+	for _, rel := range s.order {
+		o := s.objects[rel]
+		out = append(out, FileSize{Path: rel, Size: o.size, Compressed: o.compressed})
+	}
+	return out
+}
