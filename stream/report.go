@@ -4,12 +4,118 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
 	"strconv"
 	"time"
 
 	"tidemark"
+	"tidemark/ingest"
 )
+
+// Progress is what RunnerConfig.OnProgress learns after each committed
+// batch: the batch itself, the running totals of the run, and (with Once)
+// how much of the input pending at the start has been read. It is the
+// terminal display's view; the JSON progress line stays the machine's.
+type Progress struct {
+	BatchID    int64
+	ReadTime   time.Time     // the batch's read time
+	Rows       int           // input lines in the batch
+	Duration   time.Duration // processing time of the batch; 0 for a replayed or drain batch
+	Drain      bool          // the --drain batch: no input, closes every open window
+	Emitted    int           // windows emitted by the batch
+	StateRows  int           // open (window, key) rows after the batch
+	StateBytes int64         // estimate of the memory they hold
+
+	Watermark    time.Time // W after the batch; zero before there is one (and after a drain)
+	MaxEventTime time.Time // newest valid event time of this run; zero before the first
+
+	Totals  Summary // the run so far (a copy)
+	Backlog Backlog
+}
+
+// Backlog is how much of the input pending at the start of a Once run has
+// been read, in raw bytes and files or objects. Known is false in a
+// continuous run and when a source cannot tell its sizes.
+type Backlog struct {
+	Known            bool
+	Bytes, DoneBytes int64
+	Files, DoneFiles int
+}
+
+// tracker keeps what Progress needs across batches.
+type tracker struct {
+	sizes    map[string][]ingest.FileSize // per source, measured at the start
+	start    Backlog
+	maxEvent int64
+	hasMax   bool
+}
+
+func (r *runner) tracker() *tracker {
+	if r.track == nil {
+		r.track = &tracker{}
+	}
+	return r.track
+}
+
+// startProgress measures the backlog of a Once run before the sources are
+// read (they are not synchronised: call it before the read loop starts).
+func (r *runner) startProgress() {
+	if r.cfg.OnProgress == nil || !r.cfg.Once {
+		return
+	}
+	t := r.tracker()
+	t.sizes = make(map[string][]ingest.FileSize, len(r.sources))
+	for _, s := range r.sources {
+		sz, ok := s.(ingest.Sizer)
+		if !ok {
+			t.sizes = nil
+			return
+		}
+		t.sizes[s.Name()] = sz.Sizes()
+		b, f := ingest.Unread(t.sizes[s.Name()], s.Position())
+		t.start.Bytes += b
+		t.start.Files += f
+	}
+	t.start.Known = true
+}
+
+// progressOf builds the observer's view of a committed batch.
+func (r *runner) progressOf(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) Progress {
+	t := r.tracker()
+	if res.Rows > 0 && (!t.hasMax || res.MaxEventTime > t.maxEvent) {
+		t.maxEvent, t.hasMax = res.MaxEventTime, true
+	}
+	p := Progress{
+		BatchID: entry.BatchID, ReadTime: time.UnixMicro(entry.ReadTime).UTC(), Rows: len(recs), Duration: took,
+		Drain: entry.Drain, Emitted: len(res.Emitted), StateRows: res.OpenWindows, StateBytes: res.StateBytes,
+		Totals: *r.sum,
+	}
+	p.Totals.Quarantined = maps.Clone(r.sum.Quarantined)
+	if res.HasWatermark && res.Watermark != tidemark.MaxTime {
+		p.Watermark = time.UnixMicro(res.Watermark).UTC()
+	}
+	if t.hasMax {
+		p.MaxEventTime = time.UnixMicro(t.maxEvent).UTC()
+	}
+	if t.sizes != nil {
+		p.Backlog = t.start
+		var left int64
+		var leftFiles int
+		for name, sizes := range t.sizes {
+			var pos ingest.Position
+			if err := json.Unmarshal(entry.End[name], &pos); err != nil {
+				continue // not in this entry: nothing known read
+			}
+			b, f := ingest.Unread(sizes, pos)
+			left += b
+			leftFiles += f
+		}
+		p.Backlog.DoneBytes = max(0, t.start.Bytes-left)
+		p.Backlog.DoneFiles = max(0, t.start.Files-leftFiles)
+	}
+	return p
+}
 
 // progress is one line of the per-batch progress log (SPEC §7), shaped like
 // Spark's StreamingQueryProgress.
@@ -70,6 +176,9 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 	}
 	if r.metrics != nil {
 		r.metrics.observe(p, res)
+	}
+	if r.cfg.OnProgress != nil {
+		r.cfg.OnProgress(r.progressOf(entry, recs, res, took))
 	}
 	if r.cfg.Progress == nil {
 		return
