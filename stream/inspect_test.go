@@ -1,0 +1,101 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"tidemark/lake/store"
+)
+
+func openCheckpoint(t *testing.T, dir string) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), dir, store.S3Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestInspect reads back what a --once run left in its checkpoint: the last
+// batch, the watermark, each source's files and maximum, the open windows;
+// then a batch logged but not committed shows as pending.
+func TestInspect(t *testing.T) {
+	dirA, dirB, lakeDir := t.TempDir(), t.TempDir(), t.TempDir()
+	cfg := runnerConfig(t, dirA, lakeDir)
+	cfg.Sources = append(cfg.Sources, dirB)
+	cfg.Once = true
+	appendLine(t, filepath.Join(dirA, "a.ndjson"), `{"event_time":"2026-01-01T00:00:00.5Z","page":"/a","value":1}`)
+	appendLine(t, filepath.Join(dirA, "a.ndjson"), `{"event_time":"2026-01-01T00:00:02.5Z","page":"/b","value":1}`)
+	appendLine(t, filepath.Join(dirB, "b.ndjson"), `{"event_time":"2026-01-01T00:00:01.5Z","page":"/a","value":1}`)
+	sum, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second run with a batch of its own, so the watermark has moved.
+	appendLine(t, filepath.Join(dirB, "b.ndjson"), `{"event_time":"2026-01-01T00:00:03.5Z","page":"/a","value":1}`)
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ck := openCheckpoint(t, filepath.Join(lakeDir, "_checkpoints", "stream"))
+	st, err := Inspect(context.Background(), ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.StreamID == "" || st.Checkpoint != ck.String() {
+		t.Errorf("id %q, checkpoint %q", st.StreamID, st.Checkpoint)
+	}
+	if st.Committed == nil || st.Committed.BatchID != sum.Batches || st.Committed.ReadTime.IsZero() {
+		t.Fatalf("committed %+v, want batch %d with its read time", st.Committed, sum.Batches)
+	}
+	if st.Pending != nil {
+		t.Errorf("pending %+v after a clean run", st.Pending)
+	}
+	// W = min(max a 00:02.5, max b 00:03.5) after the second run.
+	if want := time.Date(2026, 1, 1, 0, 0, 2, 5e8, time.UTC); st.Watermark == nil || !st.Watermark.Equal(want) {
+		t.Errorf("watermark %v, want %v", st.Watermark, want)
+	}
+	if len(st.Sources) != 2 || st.Sources[0].Name != dirA || st.Sources[1].Name != dirB {
+		t.Fatalf("sources %+v", st.Sources)
+	}
+	a := st.Sources[0]
+	if a.MaxEventTime == nil || !a.MaxEventTime.Equal(time.Date(2026, 1, 1, 0, 0, 2, 5e8, time.UTC)) || a.LastSeen == nil {
+		t.Errorf("source a: max %v, last seen %v", a.MaxEventTime, a.LastSeen)
+	}
+	if len(a.Files) != 1 || a.Files[0].Path != "a.ndjson" || a.Files[0].Offset != 2*62 {
+		t.Errorf("source a files %+v, want a.ndjson at 124 (two lines)", a.Files)
+	}
+	// Open: [2s,3s) /b and [3s,4s) /a.
+	if st.OpenWindows != 2 || st.StateRows != 2 || st.StateBytes <= 0 || st.EncodedStateBytes <= 0 {
+		t.Errorf("open %d windows, %d rows, %d bytes (%d encoded)", st.OpenWindows, st.StateRows, st.StateBytes, st.EncodedStateBytes)
+	}
+	if st.OpenFrom == nil || !st.OpenFrom.Equal(time.Date(2026, 1, 1, 0, 0, 2, 0, time.UTC)) ||
+		st.OpenTo == nil || !st.OpenTo.Equal(time.Date(2026, 1, 1, 0, 0, 4, 0, time.UTC)) {
+		t.Errorf("open from %v to %v", st.OpenFrom, st.OpenTo)
+	}
+
+	// A write-ahead record without its commit: what kill -9 mid-batch leaves.
+	c := &checkpoint{st: ck}
+	next := st.Committed.BatchID + 1
+	if err := c.write(context.Background(), batchKey("offsets", next), offsetsEntry{BatchID: next, ReadTime: 1, Rows: 3, SourceRows: map[string]int{dirA: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := Inspect(context.Background(), ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Pending == nil || st2.Pending.BatchID != next || st2.Pending.Rows != 3 || st2.Committed.BatchID != next-1 {
+		t.Errorf("pending %+v, committed %+v", st2.Pending, st2.Committed)
+	}
+}
+
+// TestInspectMissing: a location without a checkpoint says so.
+func TestInspectMissing(t *testing.T) {
+	_, err := Inspect(context.Background(), openCheckpoint(t, t.TempDir()))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("got %v, want an error matching fs.ErrNotExist", err)
+	}
+}
