@@ -209,3 +209,9 @@ func timePtr(us int64) *time.Time {
 	t := time.UnixMicro(us).UTC()
 	return &t
 }
+
+// CheckpointLocation is where a stream named name keeps its checkpoint in
+// lake when --checkpoint is not given: <lake>/_checkpoints/<name>.
+func CheckpointLocation(lake, name string) string {
+	return joinLocation(lake, "_checkpoints", name)
+}
