@@ -125,7 +125,7 @@ func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 			fmt.Fprintf(tw, "  files\tnone\n")
 		}
 		for _, f := range s.Files {
-			state := "reading (can grow)"
+			state := "" // a plain file can always grow: read up to the offset
 			if f.Finished {
 				state = "finished"
 			}

@@ -204,7 +204,11 @@ func writeSummaryTable(w io.Writer, s *stream.Summary, took time.Duration, bytes
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "tidemark stream: %d batches in %s, lake %s\n", s.Batches, took.Round(time.Millisecond), s.Lake)
+	batches := "batches"
+	if s.Batches == 1 {
+		batches = "batch"
+	}
+	fmt.Fprintf(w, "tidemark stream: %d %s in %s, lake %s\n", s.Batches, batches, took.Round(time.Millisecond), s.Lake)
 	rate := ""
 	if secs := took.Seconds(); secs > 0 {
 		rate = human(float64(s.Lines)/secs) + " lines/s"
