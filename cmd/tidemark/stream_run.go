@@ -34,7 +34,7 @@ func runStream(c *cli.Context) error {
 	cfg.Logger = logger
 	if c.Bool("print") {
 		cfg.Print = c.App.Writer
-		if f, ok := c.App.Writer.(*os.File); ok && tty != nil && newTerminal(f, false) != nil {
+		if f, ok := c.App.Writer.(*os.File); ok && tty != nil && isTerminal(f) {
 			cfg.Print = tty.above(f) // the same screen: keep the display under the windows
 		}
 	}

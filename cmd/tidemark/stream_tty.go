@@ -37,9 +37,12 @@ type terminal struct {
 	prev  time.Time // when the previous batch was reported (continuous rate)
 }
 
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return f != nil && term.IsTerminal(int(f.Fd())) }
+
 // newTerminal returns the display on f when f is a terminal, else nil.
 func newTerminal(f *os.File, once bool) *terminal {
-	if f == nil || !term.IsTerminal(int(f.Fd())) {
+	if !isTerminal(f) {
 		return nil
 	}
 	fd := int(f.Fd())
