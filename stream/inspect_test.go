@@ -2,12 +2,14 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"tidemark"
 	"tidemark/lake/store"
 )
 
@@ -98,4 +100,30 @@ func TestInspectMissing(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("got %v, want an error matching fs.ErrNotExist", err)
 	}
+}
+
+// FuzzInspect: whatever a checkpoint's commit record holds (a damaged
+// file, a foreign one), Inspect returns an error or a status, never panics.
+func FuzzInspect(f *testing.F) {
+	good, _ := (&State{Window: tidemark.WindowSpec{Size: 1e6, Slide: 1e6}, HasWatermark: true, Watermark: 5,
+		Sources: []SourceState{{Name: "s", HasEventTime: true, MaxEventTime: 9}},
+		Open:    []tidemark.Result{{Window: tidemark.Window{Start: 1e6, End: 2e6}, Key: "k"}}}).MarshalBinary()
+	seed, _ := json.Marshal(commitEntry{BatchID: 0, End: map[string]json.RawMessage{"s": json.RawMessage(`{"files":[{"path":"a","offset":3,"done":true}]}`)}, Engine: good})
+	f.Add(seed)
+	f.Add([]byte(`{"batch_id":0,"end":{"s":[1]},"engine":"AA=="}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, commit []byte) {
+		dir := t.TempDir()
+		st := openCheckpoint(t, dir)
+		ctx := context.Background()
+		if err := st.PutIfAbsent(ctx, "metadata.json", []byte(`{"id":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutIfAbsent(ctx, batchKey("commits", 0), commit); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := Inspect(ctx, st); err == nil && s.StreamID != "x" {
+			t.Errorf("id %q", s.StreamID)
+		}
+	})
 }
