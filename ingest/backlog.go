@@ -15,33 +15,8 @@ type FileSize struct {
 	// (what the source reads); otherwise the size at the last stat or listing.
 	Size int64 `json:"size"`
 	// Compressed inputs have offsets in the decompressed stream, which are
-	// not comparable with Size: count such a file as unread until it is Done.
+	// not comparable with Size.
 	Compressed bool `json:"compressed,omitempty"`
-}
-
-// Unread is how many raw bytes of the inputs in sizes the position has not
-// read yet, and how many of those inputs are not finished. A file missing
-// from p (vanished) counts as read.
-func Unread(sizes []FileSize, p Position) (bytes int64, files int) {
-	at := make(map[string]FilePosition, len(p.Files))
-	for _, f := range p.Files {
-		at[f.Path] = f
-	}
-	for _, s := range sizes {
-		f, ok := at[s.Path]
-		if !ok || f.Done {
-			continue
-		}
-		left := s.Size
-		if !s.Compressed {
-			left = max(0, s.Size-f.Offset)
-		}
-		if left > 0 {
-			bytes += left
-			files++
-		}
-	}
-	return bytes, files
 }
 
 var (

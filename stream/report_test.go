@@ -68,6 +68,12 @@ func TestOnProgressOnce(t *testing.T) {
 		t.Errorf("max event time %v, want %v", last.MaxEventTime, want)
 	}
 	beforeDrain := got[len(got)-2]
+	if beforeDrain.Backlog.DoneBytes != total || beforeDrain.Backlog.DoneFiles != 3 {
+		t.Errorf("after the last read: backlog %+v, want all %d bytes of 3 files read", beforeDrain.Backlog, total)
+	}
+	if mid := got[1].Backlog; mid.DoneBytes <= 0 || mid.DoneBytes >= total {
+		t.Errorf("second batch: backlog %+v, want part of %d read", mid, total)
+	}
 	if want := time.Date(2026, 1, 1, 0, 0, 29, 0, time.UTC); !beforeDrain.Watermark.Equal(want) {
 		t.Errorf("watermark before the drain %v, want %v (lateness 0)", beforeDrain.Watermark, want)
 	}
@@ -94,5 +100,60 @@ func TestOnProgressContinuous(t *testing.T) {
 	p := <-calls
 	if p.Backlog.Known || p.Rows != 1 || p.Duration <= 0 {
 		t.Errorf("got %+v, want 1 row, a duration and no backlog", p)
+	}
+}
+
+// BenchmarkProgressOf measures the observer's cost per batch of 100k
+// records over a source of 10k files.
+func BenchmarkProgressOf(b *testing.B) {
+	const files, rows = 10_000, 100_000
+	r := &runner{cfg: RunnerConfig{OnProgress: func(Progress) {}, Once: true}, sum: &Summary{Quarantined: map[tidemark.Reason]int64{}}}
+	t := r.tracker()
+	t.files = map[fileKey]*fileProgress{}
+	paths := make([]string, files)
+	for i := range files {
+		paths[i] = fmt.Sprintf("logs/2026/01/%05d.ndjson", i)
+		t.files[fileKey{"logs", paths[i]}] = &fileProgress{size: 1 << 40}
+	}
+	recs := make([]tidemark.Record, rows)
+	payload := make([]byte, 100)
+	for i := range recs {
+		recs[i] = tidemark.Record{Source: "logs", File: paths[i*files/rows], Payload: payload}
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		for i := range recs {
+			recs[i].Offset = int64(n * 101)
+		}
+		r.progressOf(offsetsEntry{}, recs, BatchResult{}, time.Millisecond)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/record")
+}
+
+// TestOnProgressResume: a second --once run counts only what the checkpoint
+// does not cover yet.
+func TestOnProgressResume(t *testing.T) {
+	dir, lakeDir := t.TempDir(), t.TempDir()
+	cfg := runnerConfig(t, dir, lakeDir)
+	cfg.Once = true
+	path := filepath.Join(dir, "e.ndjson")
+	appendLine(t, path, `{"event_time":"2026-01-01T00:00:00Z","page":"/a","value":1}`)
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	more := `{"event_time":"2026-01-01T00:00:05Z","page":"/a","value":1}`
+	appendLine(t, path, more)
+	appendLine(t, filepath.Join(dir, "f.ndjson"), more)
+	var got []Progress
+	cfg.OnProgress = func(p Progress) { got = append(got, p) }
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d calls, want 1", len(got))
+	}
+	want := Backlog{Known: true, Bytes: 2 * int64(len(more)+1), DoneBytes: 2 * int64(len(more)+1), Files: 2, DoneFiles: 2}
+	if got[0].Backlog != want {
+		t.Errorf("backlog %+v, want %+v", got[0].Backlog, want)
 	}
 }
