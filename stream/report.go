@@ -52,6 +52,9 @@ type tracker struct {
 	hasMax   bool
 	last     *fileProgress // the previous record's file: records come in runs
 	lastKey  fileKey
+
+	compressed int       // compressed inputs not yet known to be read to their end
+	checked    time.Time // when their ends were last looked up
 }
 
 type fileKey struct{ source, path string }
@@ -99,6 +102,9 @@ func (r *runner) startProgress() {
 			t.files[fileKey{s.Name(), f.Path}] = fp
 			t.start.Bytes += f.Size - fp.at
 			t.start.Files++
+			if f.Compressed {
+				t.compressed++
+			}
 		}
 	}
 	t.start.Known = true
@@ -116,6 +122,7 @@ func (t *tracker) advance(recs []tidemark.Record, drain bool) {
 			fp.at = fp.size
 		}
 		t.done.DoneBytes, t.done.DoneFiles = t.start.Bytes, t.start.Files
+		t.compressed = 0
 		return
 	}
 	for i := range recs {
@@ -135,6 +142,32 @@ func (t *tracker) advance(recs []tidemark.Record, drain bool) {
 			fp.at = end
 			if end == fp.size {
 				t.done.DoneFiles++
+			}
+		}
+	}
+}
+
+// finishCompressed counts the compressed inputs the positions show read to
+// their end. It decodes every position, so progressOf calls it at most once
+// a second, and only while compressed inputs are pending.
+func (t *tracker) finishCompressed(end map[string]json.RawMessage) {
+	for name, raw := range end {
+		var pos struct {
+			Files []struct {
+				Path string `json:"path"`
+				Done bool   `json:"done"`
+			} `json:"files"`
+		}
+		if json.Unmarshal(raw, &pos) != nil {
+			continue
+		}
+		for _, f := range pos.Files {
+			fp := t.files[fileKey{name, f.Path}]
+			if f.Done && fp != nil && fp.compressed && fp.at < fp.size {
+				t.done.DoneBytes += fp.size - fp.at
+				t.done.DoneFiles++
+				fp.at = fp.size
+				t.compressed--
 			}
 		}
 	}
@@ -160,6 +193,10 @@ func (r *runner) progressOf(entry offsetsEntry, recs []tidemark.Record, res Batc
 	}
 	if t.files != nil {
 		t.advance(recs, entry.Drain)
+		if now := r.cfg.Clock(); t.compressed > 0 && now.Sub(t.checked) >= time.Second {
+			t.checked = now
+			t.finishCompressed(entry.End)
+		}
 		p.Backlog = t.start
 		p.Backlog.DoneBytes, p.Backlog.DoneFiles = t.done.DoneBytes, t.done.DoneFiles
 	}

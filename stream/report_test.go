@@ -1,13 +1,17 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"tidemark"
 )
@@ -155,5 +159,39 @@ func TestOnProgressResume(t *testing.T) {
 	want := Backlog{Known: true, Bytes: 2 * int64(len(more)+1), DoneBytes: 2 * int64(len(more)+1), Files: 2, DoneFiles: 2}
 	if got[0].Backlog != want {
 		t.Errorf("backlog %+v, want %+v", got[0].Backlog, want)
+	}
+}
+
+// TestOnProgressCompressed: a compressed input counts once the source has
+// read it to its end (looked up at most once a second of the stream's clock).
+func TestOnProgressCompressed(t *testing.T) {
+	dir, lakeDir := t.TempDir(), t.TempDir()
+	cfg := runnerConfig(t, dir, lakeDir)
+	cfg.Once, cfg.MaxBatchRows = true, 3
+	var plain, packed bytes.Buffer
+	zw := gzip.NewWriter(&packed)
+	for i := range 5 {
+		fmt.Fprintf(zw, `{"event_time":"2026-01-01T00:00:%02dZ","page":"/a"}`+"\n", i)
+		fmt.Fprintf(&plain, `{"event_time":"2026-01-01T00:00:%02dZ","page":"/b"}`+"\n", 10+i)
+	}
+	zw.Close()
+	os.WriteFile(filepath.Join(dir, "a.ndjson.gz"), packed.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.ndjson"), plain.Bytes(), 0o644)
+	var ticks atomic.Int64 // the clock is read by the reader and the committer
+	cfg.Clock = func() time.Time {
+		return time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC).Add(time.Duration(ticks.Add(1)) * time.Second)
+	}
+	var got []Progress
+	cfg.OnProgress = func(p Progress) { got = append(got, p) }
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(packed.Len() + plain.Len())
+	first, last := got[0].Backlog, got[len(got)-1].Backlog
+	if first.Bytes != total || first.DoneBytes != 0 {
+		t.Errorf("first batch (the .gz not finished): %+v, want 0 of %d", first, total)
+	}
+	if last.DoneBytes != total || last.DoneFiles != 2 {
+		t.Errorf("last batch: %+v, want all %d bytes of 2 files", last, total)
 	}
 }
