@@ -87,7 +87,7 @@ func (t *terminal) counts(p stream.Progress, now time.Time) string {
 	if el > 0 {
 		rate = float64(p.Totals.Lines) / el
 	}
-	s := fmt.Sprintf("%s lines, %s lines/s · ok %s · late %s · quarantined %s · watermark %s",
+	s := fmt.Sprintf("%s lines, %s lines/s | ok %s | late %s | quarantined %s | watermark %s",
 		group(p.Totals.Lines), human(rate), group(p.Totals.OK), group(p.Totals.Late), group(p.Totals.QuarantinedTotal()), wmText(p))
 	return s
 }
@@ -106,7 +106,7 @@ func (t *terminal) status(p stream.Progress, now time.Time) string {
 	if !p.Watermark.IsZero() && !p.MaxEventTime.IsZero() {
 		lag = max(0, p.MaxEventTime.Sub(p.Watermark)).String()
 	}
-	return fmt.Sprintf("batch %d · %s lines/s · watermark %s · %s behind newest event · batch %s · ok %s late %s quarantined %s",
+	return fmt.Sprintf("batch %d | %s lines/s | watermark %s | %s behind newest event | batch %s | ok %s late %s quarantined %s",
 		p.BatchID, human(rate), wmText(p), lag, p.Duration.Round(time.Millisecond),
 		group(p.Totals.OK), group(p.Totals.Late), group(p.Totals.QuarantinedTotal()))
 }
@@ -278,11 +278,14 @@ func iec(v float64) string {
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
-// cut shortens s to at most n characters (runes; the bar's are one column).
+// cut shortens s to at most n characters (runes). The display's text is
+// ASCII but for the bar's blocks, one column each on a UTF-8 terminal; a
+// separator such as "·" is avoided because some terminals draw it two
+// columns wide, and a line wider than the screen wraps and breaks the redraw.
 func cut(s string, n int) string {
 	if n <= 0 || utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return string(r[:n-3]) + "..."
 }

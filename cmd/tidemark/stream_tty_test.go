@@ -27,7 +27,7 @@ func TestTerminalOnceBar(t *testing.T) {
 		Backlog: stream.Backlog{Known: true, Bytes: 4 << 20, DoneBytes: 1 << 20, Files: 2}}
 	tty.observe(p)
 	first := out.String()
-	for _, want := range []string{"reading  25% |", "1.0/4.0 MiB", "500 lines, 500 lines/s · ok 490 · late 4 · quarantined 6 · watermark 2026-01-01T10:09:00Z"} {
+	for _, want := range []string{"reading  25% |", "1.0/4.0 MiB", "500 lines, 500 lines/s | ok 490 | late 4 | quarantined 6 | watermark 2026-01-01T10:09:00Z"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("display lacks %q:\n%q", want, first)
 		}
@@ -48,7 +48,7 @@ func TestTerminalAboveAndWidth(t *testing.T) {
 	tty, out := fakeTerminal(false, 40)
 	tty.observe(stream.Progress{BatchID: 7, Rows: 10, Duration: 20 * time.Millisecond, Totals: stream.Summary{Quarantined: map[tidemark.Reason]int64{}}})
 	line := out.String()
-	if n := len([]rune(line)); n != 37 || !strings.HasPrefix(line, "batch 7 · 500 lines/s · watermark no") || !strings.HasSuffix(line, "…") {
+	if n := len([]rune(line)); n != 37 || !strings.HasPrefix(line, "batch 7 | 500 lines/s | watermark ") || !strings.HasSuffix(line, "...") {
 		t.Errorf("status line (%d runes, want 37: the width less room for ^C): %q", n, line)
 	}
 	out.Reset()

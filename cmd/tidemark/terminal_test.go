@@ -89,7 +89,7 @@ func inTerminal(t *testing.T, args ...string) (raw, screen string) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("the program did not finish in the terminal:\n%s", tmux("capture-pane", "-p"))
 	}
-	screen = tmux("capture-pane", "-p")
+	screen = tmux("capture-pane", "-p", "-S", "-200") // with the scrollback
 	data, err := os.ReadFile(rawPath)
 	if err != nil {
 		t.Fatal(err)
@@ -183,5 +183,85 @@ func TestStreamStderrFileUnchanged(t *testing.T) {
 	}
 	if strings.Contains(string(data), "\x1b[") || strings.Contains(string(data), "% |") {
 		t.Errorf("terminal codes or a bar in a file:\n%q", data)
+	}
+}
+
+// A continuous run on a terminal: one status line updated in place after
+// each batch (rate, watermark, lag behind the newest event, batch
+// duration); Ctrl-C stops it cleanly and the table follows.
+func TestStreamTerminalContinuous(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	in, lakeDir := t.TempDir(), t.TempDir()
+	path := filepath.Join(in, "e.ndjson")
+	if err := os.WriteFile(path, []byte(`{"event_time":"2026-01-01T00:00:01Z","page":"/a"}`+"\n"+`{"event_time":"2026-01-01T00:00:20Z","page":"/a"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux := func(a ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, a...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", a, err, out)
+		}
+		return string(out)
+	}
+	prog := fmt.Sprintf("%s stream --source %s --key page --window 10s --lateness 5s --lake %s --rescan-interval 100ms --log-level warn; tmux -S %s wait-for -S done",
+		binary, in, lakeDir, sock)
+	tmux("new-session", "-d", "-x", "200", "-y", "20", prog)
+	t.Cleanup(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	tmux("set-option", "-g", "remain-on-exit", "on")
+	screenHas := func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			screen := tmux("capture-pane", "-p")
+			if strings.Contains(screen, want) {
+				return screen
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the screen never showed %q:\n%s", want, screen)
+			}
+			time.Sleep(50 * time.Millisecond) // polling a child's terminal, not a test wait on our own code
+		}
+	}
+	screen := screenHas("batch 0 | ")
+	for _, want := range []string{"lines/s", "watermark 2026-01-01T00:00:15Z", "5s behind newest event", "ok 2 late 0 quarantined 0"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("status line lacks %q:\n%s", want, screen)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"event_time":"2026-01-01T00:00:30Z","page":"/a"}` + "\n" + "not json\n")
+	f.Close()
+	screen = screenHas("batch 1 | ")
+	if strings.Contains(screen, "batch 0 | ") || !strings.Contains(screen, "watermark 2026-01-01T00:00:25Z") || !strings.Contains(screen, "quarantined 1") {
+		t.Errorf("the status line was not replaced in place:\n%s", screen)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		exec.Command("tmux", "-S", sock, "wait-for", "done").Run()
+	}()
+	tmux("send-keys", "C-c")
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("Ctrl-C did not stop the stream:\n%s", tmux("capture-pane", "-p"))
+	}
+	// With the scrollback: tmux's "Pane is dead" line, once the shell has
+	// ended, scrolls the screen by one.
+	screen = tmux("capture-pane", "-p", "-S", "-100")
+	for _, want := range []string{"tidemark stream: 2 batches in", "lines read                        4", "malformed                     1", "windows emitted                   1"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("final screen lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "batch 1 | ") {
+		t.Errorf("the status line is still on the final screen:\n%s", screen)
 	}
 }
