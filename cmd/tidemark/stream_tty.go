@@ -279,9 +279,9 @@ func iec(v float64) string {
 }
 
 // cut shortens s to at most n characters (runes). The display's text is
-// ASCII but for the bar's blocks, one column each on a UTF-8 terminal; a
-// separator such as "·" is avoided because some terminals draw it two
-// columns wide, and a line wider than the screen wraps and breaks the redraw.
+// ASCII but for the bar's blocks, one column each on a UTF-8 terminal (an
+// East Asian "ambiguous width" separator such as "·" is avoided: a line
+// wider than the screen would wrap and break the redraw).
 func cut(s string, n int) string {
 	if n <= 0 || utf8.RuneCountInString(s) <= n {
 		return s
