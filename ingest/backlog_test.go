@@ -40,3 +40,19 @@ func TestSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestS3Sizes: an S3 source reports each listed object's size, in key order.
+func TestS3Sizes(t *testing.T) {
+	f := newS3Fix(t)
+	a, _ := s3Lines("a.ndjson", "a", 3)
+	z := s3Gzip(t, a)
+	f.put(t, "b.ndjson.gz", z)
+	info := f.put(t, "a.ndjson", a)
+	f.clock.set(info.LastModified)
+	s := f.open(t, "", SourceConfig{Once: true}, s3Options{}, Position{})
+	got := s.Sizes()
+	want := []FileSize{{Path: "a.ndjson", Size: int64(len(a))}, {Path: "b.ndjson.gz", Size: int64(len(z)), Compressed: true}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
