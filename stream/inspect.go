@@ -7,8 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"tidemark"
 	"tidemark/ingest"
@@ -21,6 +28,7 @@ import (
 type Status struct {
 	StreamID   string `json:"stream_id"`  // the lake's txn appId
 	Checkpoint string `json:"checkpoint"` // where the checkpoint is
+	Lock       Holder `json:"lock"`       // whether a stream holds the checkpoint now
 
 	// Committed is the last batch in the lake and the checkpoint; nil before
 	// the first commit.
@@ -93,7 +101,98 @@ func Inspect(ctx context.Context, st store.Store) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return snap.status(st.String())
+	out, err := snap.status(st.String())
+	out.Lock = lockHolder(ctx, st)
+	return out, err
+}
+
+// Holder is who holds a checkpoint's lock, as far as can be seen without
+// taking it: on a local checkpoint the flock(2) on its lock file, found in
+// /proc/locks (Linux); on S3 the lease object and its expiry.
+type Holder struct {
+	Known   bool       `json:"known"` // false: cannot tell (no /proc/locks, say)
+	Held    bool       `json:"held"`  // a stream runs on this checkpoint now
+	PID     int        `json:"pid,omitempty"`
+	Host    string     `json:"host,omitempty"`
+	Expires *time.Time `json:"lease_expires,omitempty"` // S3: until when the lease holds unless renewed
+}
+
+func lockHolder(ctx context.Context, st store.Store) Holder {
+	if d, ok := st.(*store.Dir); ok { // the lock's own test: see acquireLock
+		return flockHolder(filepath.Join(d.String(), "lock"), "/proc/locks")
+	}
+	data, err := store.ReadAll(ctx, st, leaseKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Holder{Known: true}
+	}
+	var l lease
+	if err != nil || json.Unmarshal(data, &l) != nil {
+		return Holder{}
+	}
+	exp := time.UnixMilli(l.Expires).UTC()
+	return Holder{Known: true, Held: time.Now().Before(exp), PID: l.PID, Host: l.Host, Expires: &exp}
+}
+
+// flockHolder finds the process holding a flock(2) on path in procLocks.
+func flockHolder(path, procLocks string) Holder {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Holder{Known: true} // never locked
+	}
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	if err != nil || !ok {
+		return Holder{}
+	}
+	data, err := os.ReadFile(procLocks)
+	if err != nil {
+		return Holder{}
+	}
+	dev := uint64(sys.Dev)
+	for line := range strings.Lines(string(data)) {
+		l, ok := parseProcLock(line)
+		if ok && l.flock && l.inode == sys.Ino && l.major == unix.Major(dev) && l.minor == unix.Minor(dev) {
+			return Holder{Known: true, Held: true, PID: l.pid}
+		}
+	}
+	return Holder{Known: true}
+}
+
+// procLock is one line of /proc/locks:
+//
+//	1: FLOCK  ADVISORY  WRITE 24410 fe:00:9988077 0 EOF
+//
+// (a waiter's line has "->" after the number; it holds nothing).
+type procLock struct {
+	flock        bool
+	pid          int
+	major, minor uint32
+	inode        uint64
+}
+
+func parseProcLock(line string) (procLock, bool) {
+	f := strings.Fields(line)
+	if len(f) < 6 || f[1] == "->" {
+		return procLock{}, false
+	}
+	var l procLock
+	l.flock = f[1] == "FLOCK"
+	pid, err := strconv.Atoi(f[4])
+	if err != nil {
+		return procLock{}, false
+	}
+	l.pid = pid
+	id := strings.Split(f[5], ":")
+	if len(id) != 3 {
+		return procLock{}, false
+	}
+	major, err1 := strconv.ParseUint(id[0], 16, 32)
+	minor, err2 := strconv.ParseUint(id[1], 16, 32)
+	ino, err3 := strconv.ParseUint(id[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procLock{}, false
+	}
+	l.major, l.minor, l.inode = uint32(major), uint32(minor), ino
+	return l, true
 }
 
 // checkpointSnapshot is what Inspect needs from the checkpoint, read by

@@ -74,6 +74,27 @@ func runCheckpoint(c *cli.Context) error {
 	return writeCheckpointText(c.App.Writer, rep, time.Now())
 }
 
+// running says whether a stream holds the checkpoint's lock.
+func running(h stream.Holder) string {
+	switch {
+	case !h.Known:
+		return "unknown (cannot see the lock without taking it here)"
+	case !h.Held:
+		return "no"
+	}
+	s := "yes"
+	if h.PID > 0 {
+		s += fmt.Sprintf(", pid %d", h.PID)
+	}
+	if h.Host != "" {
+		s += " on " + h.Host
+	}
+	if h.Expires != nil {
+		s += ", lease until " + tidemark.FormatTime(h.Expires.UnixMicro())
+	}
+	return s
+}
+
 // writeCheckpointText prints the status for a person.
 func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -91,6 +112,7 @@ func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 	}
 	fmt.Fprintf(tw, "stream\t%s (id %s)\n", r.Name, r.StreamID)
 	fmt.Fprintf(tw, "checkpoint\t%s\n", r.Checkpoint)
+	fmt.Fprintf(tw, "running\t%s\n", running(r.Lock))
 	if b := r.Committed; b != nil {
 		kind := ""
 		if b.Drain {
@@ -101,8 +123,15 @@ func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 		fmt.Fprintf(tw, "last committed\tnone yet\n")
 	}
 	if p := r.Pending; p != nil {
-		fmt.Fprintf(tw, "pending\tbatch %d (%d lines, read at %s) logged but not committed: in flight if the stream runs, else interrupted; a restart replays it\n",
-			p.BatchID, p.Rows, tidemark.FormatTime(p.ReadTime.UnixMicro()))
+		why := "in flight if the stream runs, else interrupted: a restart replays it"
+		switch {
+		case r.Lock.Known && r.Lock.Held:
+			why = "in flight"
+		case r.Lock.Known:
+			why = "interrupted (the stream stopped or crashed): a restart replays it"
+		}
+		fmt.Fprintf(tw, "pending\tbatch %d (%d lines, read at %s) logged but not committed: %s\n",
+			p.BatchID, p.Rows, tidemark.FormatTime(p.ReadTime.UnixMicro()), why)
 	}
 	fmt.Fprintf(tw, "watermark\t%s\n", opt(r.Watermark))
 	state := fmt.Sprintf("%d open windows, %d (window, key) rows, ~%s in memory, %s checkpointed",

@@ -60,6 +60,9 @@ func TestCheckpointStopped(t *testing.T) {
 		t.Fatalf("stream: exit %d\n%s", code, stderr)
 	}
 	rep := checkpointJSON(t, nil, "--lake", lakeDir)
+	if !rep.Lock.Known || rep.Lock.Held {
+		t.Errorf("lock of a stopped stream: %+v", rep.Lock)
+	}
 	if rep.Name != "stream" || rep.StreamID == "" || rep.Pending != nil {
 		t.Errorf("name %q, id %q, pending %+v", rep.Name, rep.StreamID, rep.Pending)
 	}
@@ -125,6 +128,12 @@ func TestCheckpointRunning(t *testing.T) {
 	if rep.Committed == nil || rep.Committed.BatchID != 0 || len(rep.Sources) != 1 || len(rep.Sources[0].Files) != 1 {
 		t.Fatalf("while running: %+v", rep)
 	}
+	if !rep.Lock.Held || rep.Lock.PID != cmd.Process.Pid {
+		t.Errorf("lock while running: %+v, want held by pid %d", rep.Lock, cmd.Process.Pid)
+	}
+	if text, _, _ := run(t, "checkpoint", "--lake", lakeDir); !strings.Contains(text, fmt.Sprintf("running         yes, pid %d", cmd.Process.Pid)) {
+		t.Errorf("text while running:\n%s", text)
+	}
 	readToEnd(t, rep.Sources[0], in)
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -185,8 +194,12 @@ func TestCheckpointCrashed(t *testing.T) {
 	if rep.Committed == nil || rep.Committed.BatchID != pending-1 {
 		t.Errorf("committed %+v, want batch %d", rep.Committed, pending-1)
 	}
+	if !rep.Lock.Known || rep.Lock.Held {
+		t.Errorf("lock after kill -9: %+v, want known and free (the kernel drops a dead holder's flock)", rep.Lock)
+	}
 	text, _, _ := run(t, "checkpoint", "--lake", lakeDir)
-	if !strings.Contains(text, fmt.Sprintf("pending         batch %d (20000 lines", pending)) || !strings.Contains(text, "a restart replays it") {
+	if !strings.Contains(text, fmt.Sprintf("pending         batch %d (20000 lines", pending)) || !strings.Contains(text, "interrupted (the stream stopped or crashed): a restart replays it") ||
+		!strings.Contains(text, "running         no") {
 		t.Errorf("text of a crashed checkpoint:\n%s", text)
 	}
 	if _, stderr, code := run(t, args...); code != 0 {
@@ -275,7 +288,45 @@ func TestCheckpointS3(t *testing.T) {
 	readToEnd(t, rep.Sources[0], filepath.Join(repoRoot(t), "testdata", "example"))
 	// --checkpoint names the same place directly.
 	rep2 := checkpointJSON(t, env, "--checkpoint", s3Lake+"/_checkpoints/stream", "--s3-endpoint", srv.Endpoint)
+	if !rep.Lock.Known || rep.Lock.Held {
+		t.Errorf("lease after the stream ended: %+v, want known and free", rep.Lock)
+	}
 	if rep2.StreamID != rep.StreamID || rep2.Name != "stream" {
 		t.Errorf("by --checkpoint: id %q name %q, want %q stream", rep2.StreamID, rep2.Name, rep.StreamID)
+	}
+
+	// A running stream on S3 holds a lease: the command names its holder.
+	cmd := exec.Command(binary, "stream", "--source", "testdata/example", "--key", "page", "--value", "value", "--window", "10m",
+		"--name", "live", "--lake", s3Lake, "--s3-endpoint", srv.Endpoint)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(cmd.Environ(), env...)
+	errb := &syncBuffer{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errb.String(), `"batch_id":0`) {
+		if time.Now().After(deadline) {
+			cmd.Process.Signal(syscall.SIGQUIT)
+			cmd.Wait()
+			t.Fatalf("stream did not start:\n%s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a child process, not a test wait on our own code
+	}
+	live := checkpointJSON(t, env, "--lake", s3Lake, "--s3-endpoint", srv.Endpoint, "--name", "live")
+	host, _ := os.Hostname()
+	if !live.Lock.Held || live.Lock.PID != cmd.Process.Pid || live.Lock.Host != host || live.Lock.Expires == nil {
+		t.Errorf("lease of a running stream: %+v, want held by pid %d on %s", live.Lock, cmd.Process.Pid, host)
+	}
+	if live.Committed == nil || live.Committed.BatchID != 0 {
+		t.Errorf("running stream on S3: committed %+v", live.Committed)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("stream after SIGTERM: %v\n%s", err, errb.String())
 	}
 }
