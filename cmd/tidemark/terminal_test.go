@@ -265,3 +265,30 @@ func TestStreamTerminalContinuous(t *testing.T) {
 		t.Errorf("the status line is still on the final screen:\n%s", screen)
 	}
 }
+
+// With --progress FILE the terminal gets no display: the JSON lines go to
+// the file exactly as before, and stderr ends with the accounting line.
+func TestStreamTerminalWithProgressFile(t *testing.T) {
+	in, lakeDir := ttyInput(t, 3000), t.TempDir()
+	progress := filepath.Join(t.TempDir(), "progress.ndjson")
+	raw, _ := inTerminal(t, append(ttyStreamArgs(in, lakeDir), "--progress", progress, "--log-level", "warn")...)
+	if strings.Contains(raw, "% |") || strings.Contains(raw, "\x1b[2K") || strings.Contains(raw, "tidemark stream: 13 batches") {
+		t.Errorf("a display although --progress was given:\n%q", raw)
+	}
+	if !strings.Contains(raw, "lines read 3000 = ok 2970 + late 0 + quarantined 30 (malformed 30); 13 batches, 350 windows emitted, lake "+lakeDir) {
+		t.Errorf("no accounting line:\n%q", raw)
+	}
+	data, err := os.ReadFile(progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "stream_stderr.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The golden is stderr: the JSON lines, then the accounting line.
+	wantJSON := strings.Join(lines(string(want))[:13], "\n") + "\n"
+	if got := maskVolatile(string(data), lakeDir, in); got != wantJSON {
+		t.Errorf("--progress file:\n%s\nwant:\n%s", got, wantJSON)
+	}
+}
