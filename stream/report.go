@@ -62,7 +62,7 @@ type fileKey struct{ source, path string }
 // fileProgress is how far one input has been read, in raw bytes.
 type fileProgress struct {
 	size, at   int64
-	compressed bool // offsets are decompressed: counted only at the drain
+	compressed bool // offsets are decompressed: counted whole once read to its end
 }
 
 func (r *runner) tracker() *tracker {
