@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,6 +43,10 @@ func runStream(c *cli.Context) error {
 	if tty != nil {
 		cfg.Progress = nil
 		cfg.OnProgress = tty.observe
+		if !cfg.Once {
+			stop := tty.startTicker(time.Second)
+			defer stop() // runs after the table: tick draws nothing once cleared
+		}
 	}
 	if p := c.String("progress"); p != "" {
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -35,6 +35,7 @@ type terminal struct {
 	last  stream.Progress
 	seen  bool      // last is set
 	prev  time.Time // when the previous batch was reported (continuous rate)
+	rate  string    // the continuous status's rate, of the last batch; "" when not shown
 }
 
 // isTerminal reports whether f is a terminal.
@@ -74,10 +75,50 @@ func (t *terminal) observe(p stream.Progress) {
 		_ = t.bar.Set64(p.Backlog.DoneBytes)
 		lines = append(lines, strings.TrimLeft(t.bar.String(), "\r"), t.counts(p, now))
 	} else {
-		lines = append(lines, t.status(p, now))
+		t.rate = t.rateOf(p, now) + " lines/s"
+		lines = append(lines, statusLine(p, t.rate))
 	}
 	t.last, t.seen, t.prev = p, true, now
 	t.redraw(lines)
+}
+
+// idleAfter is how long without a batch before the continuous status says
+// it is waiting, so a quiet stream does not look hung.
+const idleAfter = 2 * time.Second
+
+// tick redraws the continuous status with how long the stream has been
+// waiting for data; startTicker calls it every second.
+func (t *terminal) tick() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rate == "" || len(t.lines) == 0 {
+		return
+	}
+	rate := t.rate
+	if idle := t.now().Sub(t.prev); idle >= idleAfter {
+		rate = fmt.Sprintf("waiting for data %s", idle.Round(time.Second))
+	}
+	t.redraw([]string{statusLine(t.last, rate)})
+}
+
+// startTicker runs tick every interval until the returned stop is called
+// (which waits for it).
+func (t *terminal) startTicker(interval time.Duration) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tk := time.NewTicker(interval)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				t.tick()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // counts is the line under the --once bar: rate, outcomes, watermark.
@@ -92,8 +133,9 @@ func (t *terminal) counts(p stream.Progress, now time.Time) string {
 	return s
 }
 
-// status is the one line of a continuous run.
-func (t *terminal) status(p stream.Progress, now time.Time) string {
+// rateOf is the lines per second of the batch p, over the time since the
+// previous one (idle time included, as a person watching would count it).
+func (t *terminal) rateOf(p stream.Progress, now time.Time) string {
 	rate := 0.0
 	if !t.prev.IsZero() {
 		if d := now.Sub(t.prev).Seconds(); d > 0 {
@@ -102,12 +144,18 @@ func (t *terminal) status(p stream.Progress, now time.Time) string {
 	} else if p.Duration > 0 {
 		rate = float64(p.Rows) / p.Duration.Seconds()
 	}
+	return human(rate)
+}
+
+// statusLine is the one line of a continuous run; rate is what to say
+// about the pace ("812k lines/s", or how long it has waited for data).
+func statusLine(p stream.Progress, rate string) string {
 	lag := "-"
 	if !p.Watermark.IsZero() && !p.MaxEventTime.IsZero() {
 		lag = max(0, p.MaxEventTime.Sub(p.Watermark)).String()
 	}
-	return fmt.Sprintf("batch %d | %s lines/s | watermark %s | %s behind newest event | batch %s | ok %s late %s quarantined %s",
-		p.BatchID, human(rate), wmText(p), lag, p.Duration.Round(time.Millisecond),
+	return fmt.Sprintf("batch %d | %s | watermark %s | %s behind newest event | batch %s | ok %s late %s quarantined %s",
+		p.BatchID, rate, wmText(p), lag, p.Duration.Round(time.Millisecond),
 		group(p.Totals.OK), group(p.Totals.Late), group(p.Totals.QuarantinedTotal()))
 }
 
@@ -179,7 +227,7 @@ func (t *terminal) clear() {
 	defer t.mu.Unlock()
 	var b strings.Builder
 	t.erase(&b)
-	t.lines = nil
+	t.lines, t.rate = nil, ""
 	io.WriteString(t.out, b.String())
 }
 

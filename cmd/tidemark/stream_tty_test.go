@@ -101,3 +101,29 @@ func TestGroupHuman(t *testing.T) {
 		}
 	}
 }
+
+// A quiet continuous stream says how long it has been waiting for data.
+func TestTerminalIdle(t *testing.T) {
+	tty, out := fakeTerminal(false, 200)
+	tty.tick() // nothing on screen yet: nothing drawn
+	if out.Len() != 0 {
+		t.Errorf("tick before the first batch drew %q", out.String())
+	}
+	tty.observe(stream.Progress{BatchID: 1, Rows: 10, Totals: stream.Summary{Quarantined: map[tidemark.Reason]int64{}}})
+	out.Reset()
+	tty.tick() // the fake clock moves 1 s per reading: not idle yet
+	if strings.Contains(out.String(), "waiting") {
+		t.Errorf("idle after 1 s: %q", out.String())
+	}
+	out.Reset()
+	tty.tick()
+	if !strings.Contains(out.String(), "batch 1 | waiting for data 2s | watermark none yet") {
+		t.Errorf("after 2 s without a batch: %q", out.String())
+	}
+	tty.clear()
+	out.Reset()
+	tty.tick()
+	if out.Len() != 0 {
+		t.Errorf("tick after clear drew %q", out.String())
+	}
+}
