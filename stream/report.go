@@ -193,9 +193,11 @@ func (r *runner) progressOf(entry offsetsEntry, recs []tidemark.Record, res Batc
 	}
 	if t.files != nil {
 		t.advance(recs, entry.Drain)
-		if now := r.cfg.Clock(); t.compressed > 0 && now.Sub(t.checked) >= time.Second {
-			t.checked = now
-			t.finishCompressed(entry.End)
+		if t.compressed > 0 {
+			if now := r.cfg.Clock(); now.Sub(t.checked) >= time.Second {
+				t.checked = now
+				t.finishCompressed(entry.End)
+			}
 		}
 		p.Backlog = t.start
 		p.Backlog.DoneBytes, p.Backlog.DoneFiles = t.done.DoneBytes, t.done.DoneFiles
