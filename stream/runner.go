@@ -42,6 +42,10 @@ type RunnerConfig struct {
 	Progress io.Writer        // one JSON progress line per batch; nil = off
 	Logger   *slog.Logger     // nil discards
 	Clock    func() time.Time // nil = time.Now
+
+	// OnProgress, if set, is called after each committed batch, on the
+	// goroutine that commits (keep it short); the terminal display uses it.
+	OnProgress func(Progress)
 }
 
 func (c *RunnerConfig) defaults() {
@@ -84,6 +88,7 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 	}
 	cfg.Logger.Info("stream started", "lake", cfg.Lake, "checkpoint", cfg.Checkpoint, "sources", cfg.Sources,
 		"stream_id", r.id, "next_batch", r.nextID, "once", cfg.Once)
+	r.startProgress()
 	runErr := r.run(ctx)
 	return r.sum, errors.Join(runErr, r.close())
 }
@@ -115,6 +120,7 @@ type runner struct {
 	// readTime is the current batch's read time, µs: the sources' clock.
 	readTime atomic.Int64
 	buf      []tidemark.Record
+	track    *tracker // what OnProgress needs across batches
 }
 
 func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,15 +17,37 @@ func runStream(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(c, c.App.ErrWriter)
+	// A person at a terminal gets a live display and a table; a machine (stderr
+	// not a terminal, or --progress given) gets the JSON lines and the
+	// accounting line, byte for byte as before.
+	var tty *terminal
+	if f, ok := c.App.ErrWriter.(*os.File); ok && c.String("progress") == "" {
+		tty = newTerminal(f, cfg.Once)
+	}
+	logOut := c.App.ErrWriter
+	if tty != nil {
+		logOut = tty.above(logOut)
+	}
+	logger, err := newLogger(c, logOut)
 	if err != nil {
 		return err
 	}
 	cfg.Logger = logger
 	if c.Bool("print") {
 		cfg.Print = c.App.Writer
+		if f, ok := c.App.Writer.(*os.File); ok && tty != nil && isTerminal(f) {
+			cfg.Print = tty.above(f) // the same screen: keep the display under the windows
+		}
 	}
 	cfg.Progress = c.App.ErrWriter
+	if tty != nil {
+		cfg.Progress = nil
+		cfg.OnProgress = tty.observe
+		if !cfg.Once {
+			stop := tty.startTicker(time.Second)
+			defer stop() // runs after the table: tick draws nothing once cleared
+		}
+	}
 	if p := c.String("progress"); p != "" {
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -34,8 +57,13 @@ func runStream(c *cli.Context) error {
 		cfg.Progress = f
 	}
 	sum, err := stream.Run(c.Context, cfg)
-	if sum != nil && (cfg.Once || err == nil) {
+	switch {
+	case sum != nil && (cfg.Once || err == nil) && tty != nil:
+		tty.finish(c.App.ErrWriter, sum)
+	case sum != nil && (cfg.Once || err == nil):
 		printAccounting(c.App.ErrWriter, sum)
+	case tty != nil:
+		tty.clear() // the error goes on a clean line
 	}
 	return err
 }

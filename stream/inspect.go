@@ -1,0 +1,316 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tidemark"
+	"tidemark/ingest"
+	"tidemark/lake/store"
+)
+
+// Status is where a stream stands, as its checkpoint records it: what
+// `tidemark checkpoint` prints. Inspect reads it without taking the
+// checkpoint's lock, so it works while the stream runs.
+type Status struct {
+	StreamID   string `json:"stream_id"`  // the lake's txn appId
+	Checkpoint string `json:"checkpoint"` // where the checkpoint is
+	Lock       Holder `json:"lock"`       // whether a stream holds the checkpoint now
+
+	// Committed is the last batch in the lake and the checkpoint; nil before
+	// the first commit.
+	Committed *CommittedBatch `json:"last_committed,omitempty"`
+	// Pending is a batch written ahead but not committed: in flight while the
+	// stream runs, or interrupted by a crash (a restart replays it first).
+	Pending *PendingBatch `json:"pending,omitempty"`
+
+	Watermark *time.Time     `json:"watermark,omitempty"` // W after the last commit; nil before there is one
+	Sources   []SourceStatus `json:"sources"`
+
+	OpenWindows int   `json:"open_windows"` // distinct open windows
+	StateRows   int   `json:"state_rows"`   // open (window, key) aggregates
+	StateBytes  int64 `json:"state_bytes"`  // estimate of the memory they take in a running stream
+	// EncodedStateBytes is the size of the engine state as checkpointed.
+	EncodedStateBytes int `json:"encoded_state_bytes"`
+	// OpenFrom and OpenTo bound the open windows: the earliest start and
+	// the latest end; nil when none is open.
+	OpenFrom *time.Time `json:"open_from,omitempty"`
+	OpenTo   *time.Time `json:"open_to,omitempty"`
+}
+
+// CommittedBatch is the last committed batch.
+type CommittedBatch struct {
+	BatchID int64 `json:"batch_id"`
+	// ReadTime is when the batch was read (its write-ahead record's time);
+	// the commit follows within the batch's duration. Zero if unknown.
+	ReadTime time.Time `json:"read_time,omitzero"`
+	Drain    bool      `json:"drain,omitempty"`
+}
+
+// PendingBatch is a batch logged in the write-ahead record, not committed.
+type PendingBatch struct {
+	BatchID    int64          `json:"batch_id"`
+	ReadTime   time.Time      `json:"read_time"`
+	Rows       int            `json:"rows"`
+	SourceRows map[string]int `json:"source_rows,omitempty"`
+	Drain      bool           `json:"drain,omitempty"`
+}
+
+// SourceStatus is one --source as of the last commit.
+type SourceStatus struct {
+	Name         string       `json:"name"`
+	MaxEventTime *time.Time   `json:"max_event_time,omitempty"` // nil while it has sent no valid event
+	LastSeen     *time.Time   `json:"last_seen,omitempty"`      // the last batch holding a line of it
+	Files        []FileStatus `json:"files"`
+}
+
+// FileStatus is one file or object of a source: how far it is read.
+type FileStatus struct {
+	Path     string `json:"path"`
+	Offset   int64  `json:"offset"`   // next unread byte (decompressed, for .gz/.zst)
+	Finished bool   `json:"finished"` // an immutable input read to its end
+}
+
+// Inspect reads the checkpoint in st (opened at a checkpoint location) and
+// reports where the stream stands. It changes nothing and takes no lock. A
+// location without a checkpoint is an error matching fs.ErrNotExist.
+func Inspect(ctx context.Context, st store.Store) (Status, error) {
+	var snap checkpointSnapshot
+	var err error
+	// A running stream deletes old entries as it commits: an entry listed
+	// and then gone means a newer one exists, so look again.
+	for range 5 {
+		snap, err = readSnapshot(ctx, st)
+		if !errors.Is(err, fs.ErrNotExist) || snap.meta.ID == "" {
+			break
+		}
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	out, err := snap.status(st.String())
+	out.Lock = lockHolder(ctx, st)
+	return out, err
+}
+
+// Holder is who holds a checkpoint's lock, as far as can be seen without
+// taking it: on a local checkpoint the flock(2) on its lock file, found in
+// /proc/locks (Linux); on S3 the lease object and its expiry.
+type Holder struct {
+	Known   bool       `json:"known"` // false: cannot tell (no /proc/locks, say)
+	Held    bool       `json:"held"`  // a stream runs on this checkpoint now
+	PID     int        `json:"pid,omitempty"`
+	Host    string     `json:"host,omitempty"`
+	Expires *time.Time `json:"lease_expires,omitempty"` // S3: until when the lease holds unless renewed
+}
+
+func lockHolder(ctx context.Context, st store.Store) Holder {
+	if d, ok := st.(*store.Dir); ok { // the lock's own test: see acquireLock
+		return flockHolder(filepath.Join(d.String(), "lock"), "/proc/locks")
+	}
+	data, err := store.ReadAll(ctx, st, leaseKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Holder{Known: true}
+	}
+	var l lease
+	if err != nil || json.Unmarshal(data, &l) != nil {
+		return Holder{}
+	}
+	exp := time.UnixMilli(l.Expires).UTC()
+	return Holder{Known: true, Held: time.Now().Before(exp), PID: l.PID, Host: l.Host, Expires: &exp}
+}
+
+// flockHolder finds the process holding a flock(2) on path in procLocks.
+func flockHolder(path, procLocks string) Holder {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Holder{Known: true} // never locked
+	}
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	if err != nil || !ok {
+		return Holder{}
+	}
+	data, err := os.ReadFile(procLocks)
+	if err != nil {
+		return Holder{}
+	}
+	dev := uint64(sys.Dev)
+	for line := range strings.Lines(string(data)) {
+		l, ok := parseProcLock(line)
+		if ok && l.flock && l.inode == sys.Ino && l.major == unix.Major(dev) && l.minor == unix.Minor(dev) {
+			return Holder{Known: true, Held: true, PID: l.pid}
+		}
+	}
+	return Holder{Known: true}
+}
+
+// procLock is one line of /proc/locks:
+//
+//	1: FLOCK  ADVISORY  WRITE 24410 fe:00:9988077 0 EOF
+//
+// (a waiter's line has "->" after the number; it holds nothing).
+type procLock struct {
+	flock        bool
+	pid          int
+	major, minor uint32
+	inode        uint64
+}
+
+func parseProcLock(line string) (procLock, bool) {
+	f := strings.Fields(line)
+	if len(f) < 6 || f[1] == "->" {
+		return procLock{}, false
+	}
+	var l procLock
+	l.flock = f[1] == "FLOCK"
+	pid, err := strconv.Atoi(f[4])
+	if err != nil {
+		return procLock{}, false
+	}
+	l.pid = pid
+	id := strings.Split(f[5], ":")
+	if len(id) != 3 {
+		return procLock{}, false
+	}
+	major, err1 := strconv.ParseUint(id[0], 16, 32)
+	minor, err2 := strconv.ParseUint(id[1], 16, 32)
+	ino, err3 := strconv.ParseUint(id[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procLock{}, false
+	}
+	l.major, l.minor, l.inode = uint32(major), uint32(minor), ino
+	return l, true
+}
+
+// checkpointSnapshot is what Inspect needs from the checkpoint, read by
+// readSnapshot alone: the one place that knows the checkpoint's reader.
+type checkpointSnapshot struct {
+	meta       checkpointMeta
+	rec        recovered
+	commitRead *offsetsEntry // the committed batch's write-ahead record, if still there
+}
+
+func readSnapshot(ctx context.Context, st store.Store) (checkpointSnapshot, error) {
+	var s checkpointSnapshot
+	c := &checkpoint{st: st}
+	if err := c.read(ctx, "metadata.json", &s.meta); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return s, fmt.Errorf("no stream checkpoint in %s: %w", st, fs.ErrNotExist)
+		}
+		return s, err
+	}
+	var err error
+	if s.rec, err = c.recover(ctx); err != nil {
+		return s, err
+	}
+	if s.rec.commit != nil {
+		var e offsetsEntry
+		if err := c.read(ctx, batchKey("offsets", s.rec.commit.BatchID), &e); err == nil {
+			s.commitRead = &e
+		}
+	}
+	return s, nil
+}
+
+func (s checkpointSnapshot) status(where string) (Status, error) {
+	out := Status{StreamID: s.meta.ID, Checkpoint: where, Sources: []SourceStatus{}}
+	if p := s.rec.pending; p != nil {
+		out.Pending = &PendingBatch{BatchID: p.BatchID, ReadTime: time.UnixMicro(p.ReadTime).UTC(), Rows: p.Rows, SourceRows: p.SourceRows, Drain: p.Drain}
+	}
+	c := s.rec.commit
+	if c == nil {
+		return out, nil
+	}
+	out.Committed = &CommittedBatch{BatchID: c.BatchID}
+	if s.commitRead != nil {
+		out.Committed.ReadTime = time.UnixMicro(s.commitRead.ReadTime).UTC()
+		out.Committed.Drain = s.commitRead.Drain
+	}
+	var state State
+	if err := state.UnmarshalBinary(c.Engine); err != nil {
+		return out, fmt.Errorf("checkpoint %s: engine state of batch %d: %w", where, c.BatchID, err)
+	}
+	out.EncodedStateBytes = len(c.Engine)
+	if state.HasWatermark {
+		out.Watermark = timePtr(state.Watermark)
+	}
+	out.StateRows = len(state.Open)
+	windows := map[tidemark.Window]bool{}
+	var from, to int64
+	for i, r := range state.Open {
+		windows[r.Window] = true
+		if i == 0 || r.Window.Start < from {
+			from = r.Window.Start
+		}
+		if i == 0 || r.Window.End > to {
+			to = r.Window.End
+		}
+	}
+	out.OpenWindows = len(windows)
+	if len(state.Open) > 0 {
+		out.OpenFrom, out.OpenTo = timePtr(from), timePtr(to)
+	}
+	if eng, err := New(Config{Window: state.Window}, &state); err == nil {
+		out.StateBytes = eng.stateBytes()
+	}
+
+	// Sources: every one with a position or engine state, by name.
+	byName := map[string]*SourceStatus{}
+	get := func(name string) *SourceStatus {
+		if s, ok := byName[name]; ok {
+			return s
+		}
+		s := &SourceStatus{Name: name, Files: []FileStatus{}}
+		byName[name] = s
+		return s
+	}
+	for _, src := range state.Sources {
+		ss := get(src.Name)
+		if src.HasEventTime {
+			ss.MaxEventTime = timePtr(src.MaxEventTime)
+		}
+		if src.LastSeen > 0 {
+			t := time.Unix(0, src.LastSeen).UTC()
+			ss.LastSeen = &t
+		}
+	}
+	for name, raw := range c.End {
+		var pos ingest.Position
+		if err := json.Unmarshal(raw, &pos); err != nil {
+			return out, fmt.Errorf("checkpoint %s: position of source %s: %w", where, name, err)
+		}
+		ss := get(name)
+		for _, f := range pos.Files {
+			ss.Files = append(ss.Files, FileStatus{Path: f.Path, Offset: f.Offset, Finished: f.Done})
+		}
+	}
+	for _, ss := range byName {
+		out.Sources = append(out.Sources, *ss)
+	}
+	slices.SortFunc(out.Sources, func(a, b SourceStatus) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func timePtr(us int64) *time.Time {
+	t := time.UnixMicro(us).UTC()
+	return &t
+}
+
+// CheckpointLocation is where a stream named name keeps its checkpoint in
+// lake when --checkpoint is not given: <lake>/_checkpoints/<name>.
+func CheckpointLocation(lake, name string) string {
+	return joinLocation(lake, "_checkpoints", name)
+}
