@@ -80,6 +80,22 @@ type source struct {
 	max      int64 // max valid event time seen, µs
 	hasMax   bool
 	lastSeen int64 // now (unix ns) of the last batch with any line of the source
+	// frontier caps the source's max in advance (SetFrontier): the event
+	// time of its input that lags, so no file runs the watermark ahead of
+	// another that still has data.
+	frontier int64
+	capped   bool
+}
+
+// SetFrontier caps the watermark of a source at the end of the next
+// Process calls: wm_s = min(max event time, frontier) - lateness, until it
+// is set again; held false removes the cap. The runner sets it from the
+// source's Position after each read (ingest.Position.Frontier), so a file
+// whose events lag holds back those read ahead of it. The cap is not part
+// of State: it is logged with the batch's input and set again on replay.
+func (e *Engine) SetFrontier(name string, frontier int64, held bool) {
+	s := e.source(name)
+	s.frontier, s.capped = frontier, held
 }
 
 // BatchResult is what one Process or Drain call produced.
@@ -382,11 +398,15 @@ func (e *Engine) advance(nowNs int64) {
 	idle := int64(e.cfg.IdleTimeout)
 	var w int64
 	found := false
-	for _, s := range e.sources {
+	for name, s := range e.sources {
 		if !s.hasMax || (idle > 0 && nowNs-s.lastSeen >= idle) {
 			continue
 		}
-		wm := subSat(s.max, e.cfg.Lateness)
+		m := s.max
+		if s.capped {
+			m = min(m, s.frontier)
+		}
+		wm := subSat(m, e.cfg.lateness(name))
 		switch {
 		case !found:
 			w, found = wm, true

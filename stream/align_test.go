@@ -1,0 +1,137 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"tidemark"
+	"tidemark/ingest"
+)
+
+// genEvent is one generated input line and the producer that wrote it.
+type genEvent struct {
+	producer int
+	line     string
+}
+
+// genBacklog generates n events of two producers (web, mobile) as they
+// arrive: 10 per second, each with a lag of 0-4 s, and with hoursLate of the
+// mobile events hours late (mobile apps offline). Lines are in arrival
+// order, as a log shipper writes them.
+func genBacklog(seed uint64, n int, hoursLate float64) []genEvent {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	out := make([]genEvent, n)
+	for i := range out {
+		arrival := base.Add(time.Duration(i) * 100 * time.Millisecond)
+		p := 0
+		if rng.IntN(3) == 0 {
+			p = 1
+		}
+		lag := time.Duration(rng.Int64N(int64(4 * time.Second)))
+		if p == 1 && rng.Float64() < hoursLate {
+			lag = time.Duration(1+rng.IntN(3)) * time.Hour
+		}
+		et := arrival.Add(-lag)
+		out[i] = genEvent{producer: p, line: fmt.Sprintf(`{"event_time":%q,"page":"/p%d","value":%d}`, et.Format(time.RFC3339Nano), rng.IntN(5), rng.IntN(100))}
+	}
+	return out
+}
+
+// layoutBacklog writes events into dir as one of the layouts of issue 10.
+func layoutBacklog(t testing.TB, dir, layout string, evs []genEvent) {
+	t.Helper()
+	files := map[string]*strings.Builder{}
+	add := func(name, line string) {
+		b := files[name]
+		if b == nil {
+			b = &strings.Builder{}
+			files[name] = b
+		}
+		b.WriteString(line + "\n")
+	}
+	for i, e := range evs {
+		switch layout {
+		case "one":
+			add("app.log", e.line)
+		case "round-robin":
+			add(fmt.Sprintf("host%d.log", i%4), e.line)
+		case "per-producer":
+			add([]string{"web.log", "mobile.log"}[e.producer], e.line)
+		case "rotated":
+			add(fmt.Sprintf("app.log.%d", 4-i*4/len(evs)), e.line) // .4 is the oldest
+		default:
+			t.Fatalf("unknown layout %q", layout)
+		}
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runBacklog runs `stream --once --drain` over dir and returns the summary
+// and the printed windows, sorted.
+func runBacklog(t testing.TB, dir string, maxRows int, lateness time.Duration) (*Summary, []string) {
+	t.Helper()
+	spec, err := tidemark.NewWindowSpec(time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cfg := RunnerConfig{
+		Sources:      []string{dir},
+		Decoder:      ingest.DecoderConfig{Keys: []string{"page"}, ValueField: "value", MaxFuture: -1},
+		Engine:       Config{Window: spec, Lateness: lateness.Microseconds()},
+		Lake:         t.TempDir(),
+		MaxBatchRows: maxRows,
+		Once:         true,
+		Drain:        true,
+		Print:        &out,
+	}
+	sum, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	slices.Sort(lines)
+	return sum, lines
+}
+
+// Issue 10's table: the same backlog in one file, in four files written
+// round-robin, in one file per producer and in rotated chunks gives the
+// same late rows and the same windows.
+func TestBacklogLayoutsAgree(t *testing.T) {
+	for _, hoursLate := range []float64{0, 0.03} {
+		evs := genBacklog(7, 12000, hoursLate)
+		oneDir := t.TempDir()
+		layoutBacklog(t, oneDir, "one", evs)
+		oneSum, oneWins := runBacklog(t, oneDir, 1000, 5*time.Minute)
+		if hoursLate == 0 && oneSum.Late != 0 {
+			t.Fatalf("one file, no late producer: %d late rows", oneSum.Late)
+		}
+		for _, layout := range []string{"round-robin", "per-producer", "rotated"} {
+			dir := t.TempDir()
+			layoutBacklog(t, dir, layout, evs)
+			sum, wins := runBacklog(t, dir, 1000, 5*time.Minute)
+			if sum.Lines != int64(len(evs)) {
+				t.Errorf("%s: read %d lines, want %d", layout, sum.Lines, len(evs))
+			}
+			if sum.Late != oneSum.Late {
+				t.Errorf("%s, %.0f%% hours late: %d late rows, one file: %d", layout, hoursLate*100, sum.Late, oneSum.Late)
+			}
+			if hoursLate == 0 && !slices.Equal(wins, oneWins) {
+				t.Errorf("%s: windows differ from one file's (%d vs %d)", layout, len(wins), len(oneWins))
+			}
+		}
+	}
+}
