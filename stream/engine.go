@@ -391,20 +391,28 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 	return idx
 }
 
-// advance updates W from the per-source maxima at the end of a batch.
-// Sources without a valid event yet, and sources idle for IdleTimeout, take
-// no part; when none takes part W stays. W never decreases.
+// advance updates W from the per-source maxima at the end of a batch,
+// each capped at its frontier (SetFrontier). Sources without a valid event
+// yet, and sources idle for IdleTimeout, take no part unless their frontier
+// holds them; when none takes part W stays. W never decreases.
 func (e *Engine) advance(nowNs int64) {
 	idle := int64(e.cfg.IdleTimeout)
 	var w int64
 	found := false
 	for name, s := range e.sources {
-		if !s.hasMax || (idle > 0 && nowNs-s.lastSeen >= idle) {
+		var m int64
+		switch {
+		case s.capped:
+			// Its input holds it back (files with unread data or live ones
+			// not idle): it takes part even before its first event.
+			m = s.frontier
+			if s.hasMax {
+				m = min(m, s.max)
+			}
+		case !s.hasMax || (idle > 0 && nowNs-s.lastSeen >= idle):
 			continue
-		}
-		m := s.max
-		if s.capped {
-			m = min(m, s.frontier)
+		default:
+			m = s.max
 		}
 		wm := subSat(m, e.cfg.lateness(name))
 		switch {
