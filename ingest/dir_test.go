@@ -113,7 +113,7 @@ func TestDirOnce(t *testing.T) {
 		"a/z.ndjson@0:" + ev("04:00") + "\n" +
 		"b.ndjson@0:" + ev("02:00") + "\n" +
 		"a.ndjson@38:not json[malformed]\n" +
-		"a.ndjson@47:[malformed]\n" +
+		"a.ndjson@47:[blank]\n" +
 		"a.ndjson@48:" + ev("01:30") + "\n" +
 		"b.ndjson@38:" + ev("03:00") + "\r\n"
 	for _, batch := range []int{1, 2, 1000} {
