@@ -135,3 +135,57 @@ func TestBacklogLayoutsAgree(t *testing.T) {
 		}
 	}
 }
+
+// SetFrontier caps a source's watermark at the event time of its lagging
+// input, lets a source with unread data hold W before its first event,
+// and is lifted by held=false; SourceLateness gives a source its own
+// budget.
+func TestEngineFrontierAndSourceLateness(t *testing.T) {
+	spec, _ := tidemark.NewWindowSpec(time.Minute, 0)
+	min := func(m int) int64 { return time.Date(2026, 3, 1, 10, m, 0, 0, time.UTC).UnixMicro() }
+	rec := func(src string, m int) tidemark.Record {
+		return tidemark.Record{Source: src, EventTime: min(m)}
+	}
+	e, err := New(Config{Window: spec, Lateness: time.Minute.Microseconds(), SourceLateness: map[string]int64{"slow": (10 * time.Minute).Microseconds()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	steps := []struct {
+		recs     []tidemark.Record
+		frontier map[string]*int64 // nil value: released
+		want     int64
+	}{
+		// "other" has unread data and no event yet: it holds W where it is (none).
+		{[]tidemark.Record{rec("fast", 30)}, map[string]*int64{"other": ptr(tidemark.MinTime)}, tidemark.MinTime},
+		// fast's lagging file is at 10:20: W = 10:19, not 10:39.
+		{[]tidemark.Record{rec("fast", 40)}, map[string]*int64{"fast": ptr(min(20)), "other": nil}, min(19)},
+		// released: fast's own max rules.
+		{nil, map[string]*int64{"fast": nil}, min(39)},
+		// the slow source's own budget (10m) holds W at 10:40 - 10m.
+		{[]tidemark.Record{rec("slow", 40), rec("fast", 50)}, nil, min(39)},
+		{[]tidemark.Record{rec("slow", 55)}, nil, min(45)},
+	}
+	for i, st := range steps {
+		for name, f := range st.frontier {
+			if f == nil {
+				e.SetFrontier(name, 0, false)
+			} else {
+				e.SetFrontier(name, *f, true)
+			}
+		}
+		res := e.Process(st.recs, now)
+		got := res.Watermark
+		if !res.HasWatermark {
+			got = tidemark.MinTime
+		}
+		if got != st.want {
+			t.Errorf("step %d: W %s, want %s", i, tidemark.FormatTime(got), tidemark.FormatTime(st.want))
+		}
+	}
+	if _, err := New(Config{Window: spec, SourceLateness: map[string]int64{"x": -1}}, nil); err == nil {
+		t.Error("negative source lateness accepted")
+	}
+}
+
+func ptr(v int64) *int64 { return &v }

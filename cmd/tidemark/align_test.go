@@ -113,3 +113,27 @@ func TestFloorBlankAndSpaceTimes(t *testing.T) {
 		t.Errorf("windows:\n%s", stdout)
 	}
 }
+
+// FuzzSourceLateness: the --source-lateness parser never panics, and what
+// it accepts names a --source and a budget that prints back the same.
+func FuzzSourceLateness(f *testing.F) {
+	for _, s := range []string{"logs/mobile=30m", "a=b=1s", "=1m", "logs/mobile=", "s3://b/p=0s", "logs/mobile=-1s"} {
+		f.Add(s)
+	}
+	sources := []string{"logs/mobile", "a=b", "s3://b/p"}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := sourceLateness(sources, []string{v})
+		if err != nil {
+			return
+		}
+		if len(got) != 1 {
+			t.Fatalf("%q: got %v", v, got)
+		}
+		for name, us := range got {
+			d, perr := time.ParseDuration(v[len(name)+1:])
+			if !strings.HasPrefix(v, name+"=") || perr != nil || d.Microseconds() != us || us < 0 {
+				t.Fatalf("%q: parsed as %s = %dµs", v, name, us)
+			}
+		}
+	})
+}
