@@ -209,3 +209,34 @@ func TestLimitReplaysTheSameOrder(t *testing.T) {
 		}
 	}
 }
+
+// A file that vanished (or cannot be opened) after Open does not stall a
+// --once run, and does not hold the watermark of a live one.
+func TestUnreadableFileDoesNotHold(t *testing.T) {
+	for _, once := range []bool{true, false} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "a.log"), ev("01:00")+"\n")
+		writeFile(t, filepath.Join(dir, "b.log"), ev("02:00")+"\n")
+		s := openTest(t, dir, SourceConfig{Once: once, PollOnly: true, Clock: fixedClock}, Position{})
+		if err := os.Remove(filepath.Join(dir, "a.log")); err != nil {
+			t.Fatal(err)
+		}
+		var got []tidemark.Record
+		for range 10 {
+			recs, err := s.Read(context.Background(), nil, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, recs...)
+		}
+		if len(got) != 1 || got[0].File != "b.log" {
+			t.Errorf("once=%v: got\n%s\nwant b.log's line", once, summary(got))
+		}
+		if once && !s.Exhausted() {
+			t.Errorf("once: not exhausted with a.log gone")
+		}
+		if f, held := s.Position().Frontier(); once && held || !once && (!held || f != at(t, "02:00")) {
+			t.Errorf("once=%v: frontier %s held %v, want b.log alone (none under once)", once, tidemark.FormatTime(f), held)
+		}
+	}
+}

@@ -79,6 +79,11 @@ type fileState struct {
 	// early (still being written); it is retried only once it changes.
 	failedSize int64
 	until      int64 // Limit: no record at or past this offset; -1 = no bound
+	// unreadable: the last open failed (not for a missing file). It is
+	// retried, but does not hold the watermark meanwhile: a file that
+	// cannot be read must not stop every window from closing. Under Once
+	// it is given up for the run (Once reads no file twice).
+	unreadable bool
 }
 
 func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*Dir, error) {
@@ -281,7 +286,7 @@ func (d *Dir) Exhausted() bool {
 // Limit.
 func (d *Dir) finished(st *fileState) bool {
 	return st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed ||
-		st.until >= 0 && st.pos.Offset >= st.until
+		st.until >= 0 && st.pos.Offset >= st.until || d.cfg.Once && st.unreadable
 }
 
 // unread reports whether a file is known to hold bytes not read yet (a
@@ -289,7 +294,7 @@ func (d *Dir) finished(st *fileState) bool {
 // end, waiting).
 func (d *Dir) unread(st *fileState) bool {
 	switch {
-	case d.finished(st):
+	case d.finished(st) || st.unreadable:
 		return false
 	case d.cfg.Once || st.compressed:
 		return true
@@ -434,11 +439,13 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 		if err := d.openReader(st); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				d.needRescan = true
-				return dst, 0, false, nil
+			} else {
+				d.cfg.Logger.Warn("cannot read file; will retry", "source", d.name, "file", st.pos.Path, "error", err)
 			}
-			d.cfg.Logger.Warn("cannot read file; will retry", "source", d.name, "file", st.pos.Path, "error", err)
+			st.unreadable = true
 			return dst, 0, false, nil
 		}
+		st.unreadable = false
 	}
 	for n < maxRecords {
 		if st.until >= 0 && st.pos.Offset >= st.until {
