@@ -79,10 +79,11 @@ type fileState struct {
 	// early (still being written); it is retried only once it changes.
 	failedSize int64
 	until      int64 // Limit: no record at or past this offset; -1 = no bound
-	// unreadable: the last open failed (not for a missing file). It is
-	// retried, but does not hold the watermark meanwhile: a file that
+	// unreadable: the last open failed. It is retried, but its bytes do
+	// not count as unread data meanwhile (it holds the watermark only as a
+	// live file read to its end would, until --idle-timeout): a file that
 	// cannot be read must not stop every window from closing. Under Once
-	// it is given up for the run (Once reads no file twice).
+	// it is given up for the run.
 	unreadable bool
 }
 
