@@ -3,12 +3,14 @@ package stream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,3 +191,82 @@ func TestEngineFrontierAndSourceLateness(t *testing.T) {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+// A live stream with two files of one source: a file read to its end holds
+// the watermark at its newest event, so windows the other file's events
+// pass stay open; once it has had no line for --idle-timeout (on the
+// runner's injected clock), the other file's next batch closes them.
+func TestLiveIdleFileReleasesWatermark(t *testing.T) {
+	dir, lakeDir := t.TempDir(), t.TempDir()
+	cfg := runnerConfig(t, dir, lakeDir)
+	cfg.Engine.IdleTimeout = time.Minute
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	cfg.Clock = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	p, w := newPrinted(t)
+	cfg.Print = w
+	prog, pw := newPrinted(t)
+	cfg.Progress = pw
+	a, b := filepath.Join(dir, "a.ndjson"), filepath.Join(dir, "b.ndjson")
+	appendLine(t, a, `{"event_time":"2026-01-01T00:00:00.5Z","page":"/a","value":1}`)
+	appendLine(t, b, `{"event_time":"2026-01-01T00:00:00.7Z","page":"/b","value":1}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, cfg)
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	// b runs ahead; a holds W at 00:00.5, so no window closes.
+	for s := 1; s <= 5; s++ {
+		appendLine(t, b, fmt.Sprintf(`{"event_time":"2026-01-01T00:00:0%d.5Z","page":"/b","value":1}`, s))
+	}
+	for rows := 0; rows < 7; {
+		select {
+		case line := <-prog.lines:
+			var pl struct {
+				Rows    int `json:"num_input_rows"`
+				Emitted int `json:"windows_emitted"`
+			}
+			if err := json.Unmarshal([]byte(line), &pl); err != nil {
+				t.Fatal(err)
+			}
+			if pl.Emitted != 0 {
+				t.Fatalf("a window closed while a.ndjson held the watermark: %s", line)
+			}
+			rows += pl.Rows
+		case err := <-done:
+			t.Fatalf("stream ended: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the 7 lines were not processed within 30 s")
+		}
+	}
+	// a.ndjson silent for 61 s of the stream's clock: b's next line closes
+	// the windows up to b's watermark.
+	advance(61 * time.Second)
+	appendLine(t, b, `{"event_time":"2026-01-01T00:00:06.5Z","page":"/b","value":1}`)
+	select {
+	case line := <-p.lines:
+		if !strings.Contains(line, `"window_start":"2026-01-01T00:00:00Z"`) || !strings.Contains(line, `"count":1`) {
+			t.Errorf("first window: %s", line)
+		}
+	case err := <-done:
+		t.Fatalf("stream ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no window within 30 s after a.ndjson went idle")
+	}
+}
