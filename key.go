@@ -84,19 +84,63 @@ func (k Key) Compare(other Key) int {
 	if k == other {
 		return 0
 	}
-	pa, pb := k.Parts(), other.Parts()
-	for i := range min(len(pa), len(pb)) {
+	// Walk both encodings part by part, without decoding them into slices:
+	// sorting the windows a watermark jump closes compares keys millions
+	// of times.
+	a, b := string(k), string(other)
+	for {
+		va, na, ra, oka := nextPart(a)
+		vb, nb, rb, okb := nextPart(b)
 		switch {
-		case pa[i].Null && pb[i].Null:
-		case pa[i].Null:
+		case !oka || !okb:
+			return cmp.Compare(btoi(oka), btoi(okb))
+		case na && nb:
+		case na:
 			return -1
-		case pb[i].Null:
+		case nb:
 			return 1
 		default:
-			if c := strings.Compare(pa[i].Value, pb[i].Value); c != 0 {
+			if c := strings.Compare(va, vb); c != 0 {
 				return c
 			}
 		}
+		a, b = ra, rb
 	}
-	return cmp.Compare(len(pa), len(pb))
+}
+
+// nextPart decodes the first part of an encoded key as Parts does; ok is
+// false at the end or where the encoding is malformed.
+func nextPart(s string) (value string, null bool, rest string, ok bool) {
+	if len(s) == 0 {
+		return "", false, "", false
+	}
+	if s[0] == 0 {
+		return "", true, s[1:], true
+	}
+	var n uint64
+	w := 0
+	for i := 1; i < min(len(s), 11); i++ { // binary.Uvarint on a string, without the copy
+		c := s[i]
+		if c < 0x80 {
+			if i == 10 && c > 1 {
+				return "", false, "", false
+			}
+			n |= uint64(c) << (7 * (i - 1))
+			w = i
+			break
+		}
+		n |= uint64(c&0x7f) << (7 * (i - 1))
+	}
+	if w == 0 || uint64(len(s)-1-w) < n {
+		return "", false, "", false
+	}
+	start := 1 + w
+	return s[start : start+int(n)], false, s[start+int(n):], true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

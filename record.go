@@ -13,12 +13,14 @@ const (
 	ReasonFutureTime  Reason = "future_time"
 	ReasonLineTooLong Reason = "line_too_long"
 	ReasonBadUTF8     Reason = "bad_utf8"
+	ReasonTooOld      Reason = "too_old" // event time before the --min-event-time floor
+	ReasonBlank       Reason = "blank"   // an empty or whitespace-only line
 )
 
 // Reasons lists every quarantine reason in a fixed order, for reports.
 var Reasons = []Reason{
 	ReasonMalformed, ReasonMissingTime, ReasonBadTime, ReasonBadValue,
-	ReasonFutureTime, ReasonLineTooLong, ReasonBadUTF8,
+	ReasonFutureTime, ReasonLineTooLong, ReasonBadUTF8, ReasonTooOld, ReasonBlank,
 }
 
 // Status is the fate of a valid event in the stream.

@@ -31,6 +31,9 @@ type DecoderConfig struct {
 	ArrivalField string        // optional field holding the arrival time
 	MaxFuture    time.Duration // event time allowed ahead of arrival; 0 = 1h, < 0 disables
 	MaxLineBytes int           // longest line accepted; 0 = 1 MiB
+	// MinEventTime is the time sanity floor (--min-event-time): events
+	// before it are quarantined as too_old. The zero Time = no floor.
+	MinEventTime time.Time
 }
 
 // withDefaults returns c with zero values replaced by the defaults.

@@ -80,6 +80,10 @@ func (d *CSVDecoder) field(i int) []byte { return d.buf[d.bounds[2*i]:d.bounds[2
 func (d *CSVDecoder) Decode(r *tidemark.Record) {
 	resetEvent(r)
 	line := r.Payload
+	if isBlank(line) {
+		quarantine(r, tidemark.ReasonBlank, "blank line")
+		return
+	}
 	if !utf8.Valid(line) {
 		quarantine(r, tidemark.ReasonBadUTF8, badUTF8(line))
 		return
@@ -131,7 +135,7 @@ func (d *CSVDecoder) Decode(r *tidemark.Record) {
 		}
 		r.Key = d.key()
 	}
-	d.checkFuture(r)
+	d.checkTime(r)
 }
 
 func (d *CSVDecoder) timeAt(col int, name string) (int64, tidemark.Reason, string) {

@@ -42,7 +42,7 @@ func TestCSVDecode(t *testing.T) {
 		{line: "2026-01-01T09:00:00Z,/a,1,x,y", reason: tidemark.ReasonMalformed},
 		{line: "2026-01-01T09:00:00Z,/a\"b,1,x", reason: tidemark.ReasonMalformed},
 		{line: "2026-01-01T09:00:00Z,\"/a\"b,1,x", reason: tidemark.ReasonMalformed},
-		{line: "", reason: tidemark.ReasonMalformed},
+		{line: "", reason: tidemark.ReasonBlank}, // issue 10: blank lines have their own reason
 		{line: "2026-01-01T09:00:00Z,/\xff,1,x", reason: tidemark.ReasonBadUTF8},
 	}
 	for _, tt := range tests {

@@ -37,6 +37,7 @@ type fields struct {
 	cfg        DecoderConfig
 	tp         timeParser
 	maxFuture  int64 // µs; < 0 disables
+	floor      int64 // µs; MinEventTime, or tidemark.MinTime without one
 	keyBuf     []byte
 	scratch    []byte
 	intern     map[string]tidemark.Key
@@ -56,7 +57,11 @@ func newFields(cfg DecoderConfig) (fields, error) {
 	if cfg.MaxFuture >= 0 {
 		mf = cfg.MaxFuture.Microseconds()
 	}
-	return fields{cfg: cfg, tp: tp, maxFuture: mf, intern: map[string]tidemark.Key{}, internSize: 1 << 16}, nil
+	floor := tidemark.MinTime
+	if !cfg.MinEventTime.IsZero() {
+		floor = cfg.MinEventTime.UnixMicro()
+	}
+	return fields{cfg: cfg, tp: tp, maxFuture: mf, floor: floor, intern: map[string]tidemark.Key{}, internSize: 1 << 16}, nil
 }
 
 // key returns the Key for the parts accumulated in keyBuf, interned so a
@@ -76,8 +81,15 @@ func (f *fields) key() tidemark.Key {
 	return k
 }
 
-// checkFuture quarantines an event too far ahead of its arrival.
-func (f *fields) checkFuture(r *tidemark.Record) {
+// checkTime quarantines an event before the time floor (too_old) or too
+// far ahead of its arrival (future_time).
+func (f *fields) checkTime(r *tidemark.Record) {
+	if r.EventTime < f.floor {
+		t := r.EventTime
+		quarantine(r, tidemark.ReasonTooOld, fmt.Sprintf("event time %s is before the floor %s (--min-event-time)",
+			tidemark.FormatTime(t), tidemark.FormatTime(f.floor)))
+		return
+	}
 	if f.maxFuture < 0 || r.EventTime <= r.Arrival || r.EventTime-r.Arrival <= f.maxFuture {
 		return
 	}
@@ -97,6 +109,17 @@ func parseValue(b []byte) (float64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// isBlank reports whether a line is empty or only whitespace (a blank
+// line is quarantined as blank, not malformed: it is noise, not bad data).
+func isBlank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\f' && c != '\v' {
+			return false
+		}
+	}
+	return true
 }
 
 // quarantine marks r as bad with reason and detail, clearing event fields.

@@ -21,8 +21,10 @@ import (
 
 // Dir is a local directory source: every regular file under the root
 // (subdirectories too; names starting with "." are skipped), optionally
-// filtered by a glob, read in lexical path order, each file front to back.
-// .gz and .zst files are decompressed and treated as immutable.
+// filtered by a glob, each file front to back, the files event-time
+// aligned (align.go: the file whose event time lags is read first, ties in
+// lexical path order, so one file, or files in time order, read as they
+// always did). .gz and .zst files are decompressed and treated as immutable.
 //
 // With SourceConfig.Once it reads what was there at Open and stops. Without
 // it, it tails: files grow and only complete lines are read; files are
@@ -44,8 +46,13 @@ type Dir struct {
 
 	files map[string]*fileState // by relative path
 	order []string              // relative paths, sorted
-	cur   int                   // index in order of the file being read
 	json  *NDJSONDecoder
+	queue alignQueue // files a Read may take records from
+	keys  []alignKey
+	// until, during the replay of a logged batch (Limit), bounds each
+	// file by identity: records at or past the offset are not returned,
+	// and a file not in it gives none. nil otherwise.
+	until map[[2]uint64]int64
 
 	watcher    *fsnotify.Watcher
 	watched    map[string]bool // absolute directory paths
@@ -71,6 +78,13 @@ type fileState struct {
 	// failedSize is the raw size of a compressed file when it last ended
 	// early (still being written); it is retried only once it changes.
 	failedSize int64
+	until      int64 // Limit: no record at or past this offset; -1 = no bound
+	// unreadable: the last open failed. It is retried, but its bytes do
+	// not count as unread data meanwhile (it holds the watermark only as a
+	// live file read to its end would, until --idle-timeout): a file that
+	// cannot be read must not stop every window from closing. Under Once
+	// it is given up for the run.
+	unreadable bool
 }
 
 func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*Dir, error) {
@@ -104,6 +118,9 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		st := d.newState(rel, fi)
 		dev, ino := fileID(fi)
 		if p, ok := byID[[2]uint64{dev, ino}]; ok && st.sameContent(d.abs(rel), p) {
+			if p.Path != rel {
+				p.Rotated = true
+			}
 			p.Path = rel // renamed while we were down: continue it under its new name
 			p.Hash, p.HashLen = st.pos.Hash, st.pos.HashLen
 			st.pos = p
@@ -222,29 +239,83 @@ func isCompressed(rel string) bool {
 
 func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
 	dev, ino := fileID(fi)
-	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1}
+	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1, until: -1}
 	st.pos = FilePosition{Path: rel, Dev: dev, Inode: ino}
 	st.pos.Hash, st.pos.HashLen = fingerprint(d.abs(rel), 0)
+	if d.until != nil {
+		st.until = d.until[[2]uint64{dev, ino}] // a file the batch did not know: nothing
+	}
 	return st
 }
 
 func (d *Dir) reorder() {
 	d.order = slices.AppendSeq(d.order[:0], maps.Keys(d.files))
 	slices.Sort(d.order)
-	d.cur = 0
 }
 
 // Name implements Source.
 func (d *Dir) Name() string { return d.name }
 
-// Position implements Source. Files are listed in path order.
+// Position implements Source. Files are listed in path order, each with
+// whether it holds the source's watermark back now (FilePosition.Hold).
 func (d *Dir) Position() Position {
-	return positionOf(d.order, func(rel string) FilePosition { return d.files[rel].pos })
+	now := d.cfg.Clock().UnixMicro()
+	return positionOf(d.order, func(rel string) FilePosition {
+		st := d.files[rel]
+		p := st.pos
+		p.Hold = holds(&p, d.finished(st), d.unread(st), !d.cfg.Once && !st.compressed, now, d.cfg.IdleTimeout)
+		return p
+	})
 }
 
 // Exhausted implements Source: with Once, every file present at Open has
 // been read up to its size then. A tailing source is never exhausted.
-func (d *Dir) Exhausted() bool { return d.cfg.Once && d.cur >= len(d.order) }
+func (d *Dir) Exhausted() bool {
+	if !d.cfg.Once {
+		return false
+	}
+	for _, st := range d.files {
+		if !d.finished(st) {
+			return false
+		}
+	}
+	return true
+}
+
+// finished reports whether a file can give no more records: an immutable
+// one read to its end, one read to its size at Open (Once), or one at its
+// Limit.
+func (d *Dir) finished(st *fileState) bool {
+	return st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed ||
+		st.until >= 0 && st.pos.Offset >= st.until || d.cfg.Once && st.unreadable
+}
+
+// unread reports whether a file is known to hold bytes not read yet (a
+// partial last line still being written does not count: it is read to its
+// end, waiting).
+func (d *Dir) unread(st *fileState) bool {
+	switch {
+	case d.finished(st) || st.unreadable:
+		return false
+	case d.cfg.Once || st.compressed:
+		return true
+	}
+	return st.size > st.r0()
+}
+
+// Limit bounds the source at end, the logged end of a batch being
+// replayed: no record at or past a file's offset in end is returned, and
+// files not in end give none. With the same bounds the aligned reading
+// takes the batch's records in the order of the first time.
+func (d *Dir) Limit(end Position) {
+	d.until = make(map[[2]uint64]int64, len(end.Files))
+	for _, p := range end.Files {
+		d.until[[2]uint64{p.Dev, p.Inode}] = p.Offset
+	}
+	for _, st := range d.files {
+		st.until = d.until[[2]uint64{st.pos.Dev, st.pos.Inode}]
+	}
+}
 
 // Close implements Source.
 func (d *Dir) Close() error {
@@ -289,22 +360,36 @@ func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) (
 	}
 	arrival := d.cfg.Clock().UnixMicro()
 	dst = slices.Grow(dst, d.expect(maxRecords))
+	d.keys = d.keys[:0]
+	for i, rel := range d.order {
+		if st := d.files[rel]; !d.finished(st) {
+			d.keys = append(d.keys, keyOf(&st.pos, i))
+		}
+	}
+	d.queue.reset(d.keys)
 	n := 0
-	for d.cur < len(d.order) && n < maxRecords {
-		st := d.files[d.order[d.cur]]
+	for n < maxRecords {
+		k, bound, ok := d.queue.take()
+		if !ok {
+			break
+		}
+		st := d.files[d.order[k.i]]
 		var got int
+		var more bool
 		var err error
-		dst, got, err = d.readFile(st, dst, maxRecords-n, arrival)
+		dst, got, more, err = d.readFile(st, dst, maxRecords-n, arrival, k.i, bound)
 		n += got
 		if err != nil {
 			return dst, err
 		}
-		if n < maxRecords {
-			d.cur++ // this file has nothing more now
-		}
-	}
-	if !d.cfg.Once && d.cur >= len(d.order) {
-		d.cur = 0 // the next Read starts a new pass in path order
+		switch {
+		case d.finished(st):
+			if st.r != nil {
+				st.close() // read to its end: free the descriptor and the read buffer
+			}
+		case more:
+			d.queue.put(keyOf(&st.pos, k.i))
+		} // else: nothing more now; a later Read looks again
 	}
 	return dst, nil
 }
@@ -316,9 +401,9 @@ func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) (
 func (d *Dir) expect(maxRecords int) int {
 	const minLine = 64 // bytes; shorter lines only cost a regrowth
 	var unread int64
-	for _, rel := range d.order[d.cur:] {
+	for _, rel := range d.order {
 		st := d.files[rel]
-		if st.pos.Done {
+		if d.finished(st) {
 			continue
 		}
 		if st.compressed {
@@ -336,31 +421,37 @@ func (d *Dir) expect(maxRecords int) int {
 	return int(unread / minLine)
 }
 
-// readFile appends up to max records of one file. Payloads point into the
-// line reader's buffers, which are never overwritten (stable), so they are
-// not copied.
-func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64) ([]tidemark.Record, int, error) {
-	if st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed {
+// readFile appends up to max records of one file, the one at index idx of
+// the path order, stopping early once its event time passes bound (another
+// file lags now). more reports that it stopped for max or bound, not for
+// lack of data. Payloads point into the line reader's buffers, which are
+// never overwritten (stable), so they are not copied.
+func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
+	if d.finished(st) {
 		if st.r != nil {
 			st.close() // read to its end: free the descriptor and the read buffer
 		}
-		return dst, 0, nil
+		return dst, 0, false, nil
 	}
 	if st.r == nil {
 		if !d.cfg.Once && (!st.compressed && st.size <= st.pos.Offset || st.compressed && st.size == st.failedSize) {
-			return dst, 0, nil // nothing new since the last stat
+			return dst, 0, false, nil // nothing new since the last stat
 		}
 		if err := d.openReader(st); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				d.needRescan = true
-				return dst, 0, nil
+			} else {
+				d.cfg.Logger.Warn("cannot read file; will retry", "source", d.name, "file", st.pos.Path, "error", err)
 			}
-			d.cfg.Logger.Warn("cannot read file; will retry", "source", d.name, "file", st.pos.Path, "error", err)
-			return dst, 0, nil
+			st.unreadable = true
+			return dst, 0, false, nil
 		}
+		st.unreadable = false
 	}
-	n := 0
 	for n < maxRecords {
+		if st.until >= 0 && st.pos.Offset >= st.until {
+			return dst, n, false, nil
+		}
 		payload, off, length, ok, err := st.r.next()
 		if err != nil {
 			d.readError(st, err)
@@ -382,7 +473,7 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 			st.pos.Header = slices.Clone(payload)
 			st.pos.Offset = st.r.off
 			if err := d.csvDecoder(st); err != nil {
-				return dst, n, err
+				return dst, n, false, err
 			}
 			continue
 		}
@@ -397,8 +488,12 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 		}
 		n++
 		st.pos.Offset = st.r.off
+		st.pos.saw(rec, arrival)
+		if bound.less(keyOf(&st.pos, idx)) {
+			return dst, n, true, nil // another file lags now
+		}
 	}
-	return dst, n, nil
+	return dst, n, n >= maxRecords, nil
 }
 
 func (d *Dir) decoder(st *fileState) Decoder {
@@ -481,6 +576,11 @@ func (d *Dir) openReader(st *fileState) error {
 	st.r.size = 256 << 10 // tailing: files are reopened as they grow
 	if d.cfg.Once {
 		st.r.size = 1 << 20
+	}
+	if n := len(d.files); n > 8 {
+		// Aligned reading keeps every file with data open at once: share
+		// 8 MiB of read buffers among them.
+		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
 	}
 	if d.cfg.Format == FormatCSV && st.dec == nil && st.pos.Header != nil {
 		return d.csvDecoder(st)

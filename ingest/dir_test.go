@@ -107,12 +107,14 @@ func TestDirOnce(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a", "z.ndjson"), ev("04:00")+"\n")
 	writeFile(t, filepath.Join(dir, ".hidden"), "x\n")
 	writeFile(t, filepath.Join(dir, ".tmp", "x.ndjson"), "x\n")
+	// Event-time aligned: each file gives its first event, then the one
+	// that lags goes on until it passes another (ties in path order).
 	want := "a.ndjson@0:" + ev("01:00") + "\n" +
-		"a.ndjson@38:not json[malformed]\n" +
-		"a.ndjson@47:[malformed]\n" +
-		"a.ndjson@48:" + ev("01:30") + "\n" +
 		"a/z.ndjson@0:" + ev("04:00") + "\n" +
 		"b.ndjson@0:" + ev("02:00") + "\n" +
+		"a.ndjson@38:not json[malformed]\n" +
+		"a.ndjson@47:[blank]\n" +
+		"a.ndjson@48:" + ev("01:30") + "\n" +
 		"b.ndjson@38:" + ev("03:00") + "\r\n"
 	for _, batch := range []int{1, 2, 1000} {
 		s := openTest(t, dir, SourceConfig{Once: true}, Position{})
@@ -218,8 +220,8 @@ func TestDirCompressed(t *testing.T) {
 	for _, once := range []bool{true, false} {
 		s := openTest(t, dir, SourceConfig{Once: once, PollOnly: true}, Position{})
 		got := readAll(t, s, 1)
-		want := "a.ndjson.gz@0:" + ev("01:00") + "\na.ndjson.gz@38:" + ev("02:00") + "\n" +
-			"b.ndjson.zst@0:" + ev("01:00") + "\nb.ndjson.zst@38:" + ev("02:00") + "\n"
+		want := "a.ndjson.gz@0:" + ev("01:00") + "\nb.ndjson.zst@0:" + ev("01:00") + "\n" +
+			"a.ndjson.gz@38:" + ev("02:00") + "\nb.ndjson.zst@38:" + ev("02:00") + "\n" // event-time aligned
 		if summary(got) != want {
 			t.Errorf("once=%v: got\n%s\nwant\n%s", once, summary(got), want)
 		}

@@ -98,6 +98,10 @@ func (d *NDJSONDecoder) slot(name string) int {
 func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 	resetEvent(r)
 	line := r.Payload
+	if len(line) == 0 || line[0] != '{' && isBlank(line) {
+		quarantine(r, tidemark.ReasonBlank, "blank line")
+		return
+	}
 	for i := range d.spans {
 		d.spans[i] = span{}
 	}
@@ -161,7 +165,7 @@ func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 		}
 		r.Key = d.key()
 	}
-	d.checkFuture(r)
+	d.checkTime(r)
 }
 
 // appendKeyBytes is tidemark.AppendKeyPart for a byte slice. It is a copy

@@ -48,7 +48,7 @@ func TestNDJSONDecode(t *testing.T) {
 		{line: `{"event_time":"2026-01-01T09:00:00Z"`, reason: tidemark.ReasonMalformed},
 		{line: `[{"event_time":"2026-01-01T09:00:00Z"}]`, reason: tidemark.ReasonMalformed},
 		{line: `{"event_time":"2026-01-01T09:00:00Z"} x`, reason: tidemark.ReasonMalformed},
-		{line: ``, reason: tidemark.ReasonMalformed},
+		{line: ``, reason: tidemark.ReasonBlank}, // issue 10: blank lines have their own reason
 		{line: `{"event_time":01}`, reason: tidemark.ReasonMalformed},
 		{line: `{"page":"/a"}`, reason: tidemark.ReasonMissingTime},
 		{line: `{"event_time":null}`, reason: tidemark.ReasonMissingTime},
@@ -124,6 +124,9 @@ func TestDecoderConfigValidate(t *testing.T) {
 // encoding/json as the reference.
 func expectNDJSON(d *NDJSONDecoder, line []byte) (tidemark.Reason, tidemark.Record) {
 	var want tidemark.Record
+	if len(bytes.Trim(line, " \t\r\f\v")) == 0 {
+		return tidemark.ReasonBlank, want
+	}
 	if !utf8.Valid(line) {
 		return tidemark.ReasonBadUTF8, want
 	}

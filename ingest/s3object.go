@@ -25,6 +25,7 @@ type s3Object struct {
 	r       *lineReader
 	dec     Decoder
 
+	until     int64     // Limit: no record at or past this offset; -1 = no bound
 	gone      bool      // a GET found it changed (412) or deleted (404)
 	openFails int       // consecutive failed GETs
 	readFails int       // consecutive failed reads of the body without a record
@@ -47,19 +48,23 @@ func (o *s3Object) close() error {
 	return errors.Join(errs...)
 }
 
-// readObject appends up to max records of one object.
-func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int, arrival int64, a *arena) ([]tidemark.Record, int, error) {
+// readObject appends up to max records of one object, the one at index
+// idx of the key order, stopping early once its event time passes bound
+// (another object lags now). more reports that it stopped for max or bound.
+func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int, arrival int64, a *arena, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
 	if o.r == nil {
 		if err := s.openObject(o); err != nil {
 			s.getFailed(o, err)
-			return dst, 0, nil
+			return dst, 0, false, nil
 		}
 		if o.r == nil { // nothing left to read
-			return dst, 0, nil
+			return dst, 0, false, nil
 		}
 	}
-	n := 0
 	for n < maxRecords {
+		if o.until >= 0 && o.pos.Offset >= o.until {
+			return dst, n, false, nil
+		}
 		payload, off, length, ok, err := o.r.next()
 		if err != nil {
 			s.readFailed(o, err)
@@ -76,7 +81,7 @@ func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int
 			o.pos.Header = slices.Clone(payload)
 			o.pos.Offset = o.r.off
 			if err := s.csvDecoder(o); err != nil {
-				return dst, n, err
+				return dst, n, false, err
 			}
 			continue
 		}
@@ -93,8 +98,12 @@ func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int
 		n++
 		o.pos.Offset = o.r.off
 		o.readFails = 0
+		o.pos.saw(rec, arrival)
+		if bound.less(keyOf(&o.pos, idx)) {
+			return dst, n, true, nil // another object lags now
+		}
 	}
-	return dst, n, nil
+	return dst, n, n >= maxRecords, nil
 }
 
 func (s *s3Source) decoder(o *s3Object) Decoder {

@@ -16,8 +16,10 @@ import (
 )
 
 // s3Source reads the objects under an S3 prefix (s3://bucket/prefix), found
-// by listing the prefix every SourceConfig.Rescan. Objects are read in key
-// order, each front to back and once. An object is identified by key+ETag:
+// by listing the prefix every SourceConfig.Rescan. Objects are read each
+// front to back and once, event-time aligned (align.go: the object whose
+// event time lags is read first, ties in key order, so a prefix whose keys
+// sort by producer reads like one whose keys sort by time). An object is identified by key+ETag:
 // a key overwritten with new content (a new ETag) is a new object and is
 // read again from offset 0 — the old version can no longer be fetched, and
 // the new content is what the producer meant, so it is all delivered; the
@@ -52,8 +54,10 @@ type s3Source struct {
 
 	objects map[string]*s3Object // by key relative to the prefix
 	order   []string             // relative keys, sorted
-	cur     int                  // index in order of the object being read
 	json    *NDJSONDecoder
+	queue   alignQueue
+	keys    []alignKey
+	until   map[string]int64 // Limit: by key+"\x00"+ETag; nil = no bound
 
 	avgPayload int // bytes per record in the last Read, plus a quarter
 
@@ -151,8 +155,11 @@ func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) err
 		if _, ok := s.objects[rel]; ok {
 			continue
 		}
-		o := &s3Object{key: info.Key, size: info.Size, compressed: isCompressed(rel)}
+		o := &s3Object{key: info.Key, size: info.Size, compressed: isCompressed(rel), until: -1}
 		o.pos = FilePosition{Path: rel, ETag: info.ETag}
+		if s.until != nil {
+			o.until = s.until[rel+"\x00"+info.ETag] // an object the batch did not know: nothing
+		}
 		if p, ok := resume[rel]; ok && p.ETag == info.ETag {
 			o.pos = p
 		} else if ready := info.LastModified.Add(s.settle); !s.cfg.Once && s.settle > 0 && now.Before(ready) {
@@ -171,7 +178,6 @@ func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) err
 		s.order = slices.AppendSeq(s.order[:0], maps.Keys(s.objects))
 		slices.Sort(s.order)
 	}
-	s.cur = 0 // a new pass in key order: a new object may sort before the current one
 	return nil
 }
 
@@ -215,8 +221,33 @@ func (s *s3Source) Name() string { return s.name }
 // Position implements Source: the objects of the last listing, in key
 // order (an object whose GET found it changed stays until a listing shows
 // its new version, so a listing that lags cannot make it read twice).
+// Objects are immutable: one holds the source's watermark back
+// (FilePosition.Hold) while it has unread data.
 func (s *s3Source) Position() Position {
-	return positionOf(s.order, func(rel string) FilePosition { return s.objects[rel].pos })
+	return positionOf(s.order, func(rel string) FilePosition {
+		o := s.objects[rel]
+		p := o.pos
+		p.Hold = holds(&p, o.finished(), !o.gone, false, 0, 0)
+		return p
+	})
+}
+
+// finished reports whether an object can give no more records: read to its
+// end, or to its Limit.
+func (o *s3Object) finished() bool {
+	return o.pos.Done || o.until >= 0 && o.pos.Offset >= o.until
+}
+
+// Limit bounds the source at end, the logged end of a batch being
+// replayed (see Dir.Limit).
+func (s *s3Source) Limit(end Position) {
+	s.until = make(map[string]int64, len(end.Files))
+	for _, p := range end.Files {
+		s.until[p.Path+"\x00"+p.ETag] = p.Offset
+	}
+	for rel, o := range s.objects {
+		o.until = s.until[rel+"\x00"+o.pos.ETag]
+	}
 }
 
 // Exhausted implements Source: with Once, every object listed at Open has
@@ -276,25 +307,33 @@ func (s *s3Source) Read(ctx context.Context, dst []tidemark.Record, maxRecords i
 			s.avgPayload = bytes/got + bytes/got/4 + 1
 		}
 	}()
-	for s.cur < len(s.order) && n < maxRecords {
-		o := s.objects[s.order[s.cur]]
-		if o.pos.Done || o.gone {
-			s.cur++
-			continue
+	s.keys = s.keys[:0]
+	for i, rel := range s.order {
+		// An object waiting for a retry is left out of this Read; it still
+		// holds the watermark (Position), so those read meanwhile cannot
+		// make its rows late.
+		if o := s.objects[rel]; !o.finished() && !o.gone && !now.Before(o.retryAt) {
+			s.keys = append(s.keys, keyOf(&o.pos, i))
 		}
-		if now.Before(o.retryAt) {
-			break // keeps key order: later objects wait for this one
+	}
+	s.queue.reset(s.keys)
+	for n < maxRecords {
+		k, bound, ok := s.queue.take()
+		if !ok {
+			break
 		}
+		o := s.objects[s.order[k.i]]
 		var got int
+		var more bool
 		var err error
-		dst, got, err = s.readObject(o, dst, maxRecords-n, arrival, &a)
+		dst, got, more, err = s.readObject(o, dst, maxRecords-n, arrival, &a, k.i, bound)
 		n += got
 		if err != nil {
 			return dst, err
 		}
-		if !o.pos.Done && !o.gone && n < maxRecords {
-			break // failed for now; retryAt says when to try again
-		}
+		if more && !o.finished() && !o.gone {
+			s.queue.put(keyOf(&o.pos, k.i))
+		} // else: done, or failed for now (retryAt says when to try again)
 	}
 	return dst, nil
 }

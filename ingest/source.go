@@ -35,6 +35,14 @@ type Waiter interface {
 	Wait(ctx context.Context, timeout time.Duration) error
 }
 
+// Limiter is implemented by sources that can stop at a position: the
+// replay of a logged batch bounds the source at the batch's end, so that
+// event-time aligned reading takes exactly the batch's records, in the
+// order of the first time.
+type Limiter interface {
+	Limit(end Position)
+}
+
 // SourceConfig configures Open. The zero value (plus a DecoderConfig) tails
 // a directory with fsnotify and a rescan every 10 s.
 type SourceConfig struct {
@@ -52,6 +60,11 @@ type SourceConfig struct {
 	// PollOnly disables fsnotify: only the periodic rescan finds changes
 	// (for NFS and other file systems without inotify).
 	PollOnly bool
+
+	// IdleTimeout is --idle-timeout: a live file read to its end that had
+	// no new line for this long (by Clock) stops holding the source's
+	// watermark back (FilePosition.Hold); 0 = never.
+	IdleTimeout time.Duration
 
 	// S3Settle is, for S3 sources, how long an object must be unchanged
 	// before it is read; 0 = DefaultS3Settle, < 0 = no wait.
@@ -117,6 +130,21 @@ type FilePosition struct {
 	Offset int64  `json:"offset"`           // next unread byte, in the decompressed stream
 	Header []byte `json:"header,omitempty"` // CSV header line, once read
 	Done   bool   `json:"done,omitempty"`   // an immutable input read to its end
+
+	// Event-time progress of the file (its own watermark input): the
+	// largest event time of a valid record read from it, µs.
+	Max    int64 `json:"max_us,omitempty"`
+	HasMax bool  `json:"has_max,omitempty"`
+	// LastLine is the read time (µs) of the last line read from the file,
+	// for --idle-timeout per file.
+	LastLine int64 `json:"last_line_us,omitempty"`
+	// Rotated: the file was renamed while tracked (rotated away), so once
+	// read to its end it is taken as finished.
+	Rotated bool `json:"rotated,omitempty"`
+	// Hold says that when the Position was taken the file held the
+	// source's watermark back: it had unread data, or it is a live file
+	// that may still grow (not finished, rotated or idle). See Frontier.
+	Hold bool `json:"hold,omitempty"`
 }
 
 // Open opens the source named by spec: s3://bucket/prefix (see s3Source),

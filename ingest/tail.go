@@ -119,6 +119,7 @@ func (d *Dir) Rescan(ctx context.Context) error {
 		if nrel != rel {
 			d.cfg.Logger.Info("file renamed; continuing it", "source", d.name, "from", rel, "to", nrel)
 			st.pos.Path = nrel
+			st.pos.Rotated = true // rotated away: it stops holding the watermark once read to its end
 		}
 		name := d.abs(nrel)
 		if !st.compressed && fi.Size() < st.r0() {

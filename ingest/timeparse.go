@@ -61,9 +61,11 @@ func microsFloor(t time.Time) int64 { return t.UnixMicro() }
 // parseRFC3339 parses YYYY-MM-DD(T|t| )hh:mm:ss[(.|,)fraction](Z|z|±hh:mm)
 // with any number of fraction digits, returning µs UTC (sub-µs truncated
 // toward -inf). It accepts what time.Parse(time.RFC3339Nano) accepts in
-// that shape, plus the lowercase and space variants RFC 3339 allows.
+// that shape, plus the lowercase and space variants RFC 3339 allows. With
+// a space for the T the zone may be left out, as in SQL timestamps
+// ("2024-01-01 10:03:00", which Spark reads too): that time is UTC.
 func parseRFC3339(s []byte) (int64, bool) {
-	if len(s) < 20 {
+	if len(s) < 19 {
 		return 0, false
 	}
 	ok := true
@@ -93,7 +95,8 @@ func parseRFC3339(s []byte) (int64, bool) {
 	if !ok || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
 		return 0, false
 	}
-	if c := s[10]; c != 'T' && c != 't' && c != ' ' {
+	sep := s[10]
+	if sep != 'T' && sep != 't' && sep != ' ' {
 		return 0, false
 	}
 	s = s[19:]
@@ -109,6 +112,7 @@ func parseRFC3339(s []byte) (int64, bool) {
 	}
 	var offset int
 	switch {
+	case len(s) == 0 && sep == ' ': // SQL style, no zone: UTC
 	case len(s) == 1 && (s[0] == 'Z' || s[0] == 'z'):
 	case len(s) == 6 && (s[0] == '+' || s[0] == '-') && s[3] == ':':
 		hh := num(s[1:3], 0, 23)

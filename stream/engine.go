@@ -80,6 +80,22 @@ type source struct {
 	max      int64 // max valid event time seen, µs
 	hasMax   bool
 	lastSeen int64 // now (unix ns) of the last batch with any line of the source
+	// frontier caps the source's max in advance (SetFrontier): the event
+	// time of its input that lags, so no file runs the watermark ahead of
+	// another that still has data.
+	frontier int64
+	capped   bool
+}
+
+// SetFrontier caps the watermark of a source at the end of the next
+// Process calls: wm_s = min(max event time, frontier) - lateness, until it
+// is set again; held false removes the cap. The runner sets it from the
+// source's Position after each read (ingest.Position.Frontier), so a file
+// whose events lag holds back those read ahead of it. The cap is not part
+// of State: it is logged with the batch's input and set again on replay.
+func (e *Engine) SetFrontier(name string, frontier int64, held bool) {
+	s := e.source(name)
+	s.frontier, s.capped = frontier, held
 }
 
 // BatchResult is what one Process or Drain call produced.
@@ -375,18 +391,30 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 	return idx
 }
 
-// advance updates W from the per-source maxima at the end of a batch.
-// Sources without a valid event yet, and sources idle for IdleTimeout, take
-// no part; when none takes part W stays. W never decreases.
+// advance updates W from the per-source maxima at the end of a batch,
+// each capped at its frontier (SetFrontier). Sources without a valid event
+// yet, and sources idle for IdleTimeout, take no part unless their frontier
+// holds them; when none takes part W stays. W never decreases.
 func (e *Engine) advance(nowNs int64) {
 	idle := int64(e.cfg.IdleTimeout)
 	var w int64
 	found := false
-	for _, s := range e.sources {
-		if !s.hasMax || (idle > 0 && nowNs-s.lastSeen >= idle) {
+	for name, s := range e.sources {
+		var m int64
+		switch {
+		case s.capped:
+			// Its input holds it back (files with unread data or live ones
+			// not idle): it takes part even before its first event.
+			m = s.frontier
+			if s.hasMax {
+				m = min(m, s.max)
+			}
+		case !s.hasMax || (idle > 0 && nowNs-s.lastSeen >= idle):
 			continue
+		default:
+			m = s.max
 		}
-		wm := subSat(s.max, e.cfg.Lateness)
+		wm := subSat(m, e.cfg.lateness(name))
 		switch {
 		case !found:
 			w, found = wm, true

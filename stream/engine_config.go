@@ -112,12 +112,15 @@ func ParsePolicy(s string) (Policy, error) {
 // Config configures an Engine. The zero value of every field but Window
 // means the documented default.
 type Config struct {
-	Window      tidemark.WindowSpec // required: Size > 0, 0 <= Slide <= Size
-	Lateness    int64               // µs subtracted from each source's max event time; >= 0
-	LateRule    LateRule
-	OutputMode  OutputMode
-	Policy      Policy
-	IdleTimeout time.Duration // a source without lines for this long (by Process's now) is idle; 0 = off
+	Window   tidemark.WindowSpec // required: Size > 0, 0 <= Slide <= Size
+	Lateness int64               // µs subtracted from each source's max event time; >= 0
+	// SourceLateness gives a source (by its --source value) a budget of
+	// its own, µs, instead of Lateness.
+	SourceLateness map[string]int64
+	LateRule       LateRule
+	OutputMode     OutputMode
+	Policy         Policy
+	IdleTimeout    time.Duration // a source without lines for this long (by Process's now) is idle; 0 = off
 }
 
 // validate checks cfg and returns it with the slide made explicit.
@@ -134,6 +137,11 @@ func (cfg Config) validate() (Config, error) {
 	if cfg.Lateness < 0 {
 		return cfg, fmt.Errorf("stream config: lateness must not be negative, got %dµs", cfg.Lateness)
 	}
+	for name, l := range cfg.SourceLateness {
+		if l < 0 {
+			return cfg, fmt.Errorf("stream config: lateness of source %s must not be negative, got %dµs", name, l)
+		}
+	}
 	if cfg.LateRule != LateWindow && cfg.LateRule != LateEvent {
 		return cfg, fmt.Errorf("stream config: unknown %v", cfg.LateRule)
 	}
@@ -147,4 +155,12 @@ func (cfg Config) validate() (Config, error) {
 		return cfg, fmt.Errorf("stream config: idle timeout must not be negative, got %s", cfg.IdleTimeout)
 	}
 	return cfg, nil
+}
+
+// lateness is the budget of the named source.
+func (cfg Config) lateness(source string) int64 {
+	if l, ok := cfg.SourceLateness[source]; ok {
+		return l
+	}
+	return cfg.Lateness
 }

@@ -46,7 +46,24 @@ func (r *runner) sourceConfig() ingest.SourceConfig {
 		PollOnly:      r.cfg.Poll,
 		Rescan:        r.cfg.Rescan,
 		S3Endpoint:    r.cfg.S3.Endpoint,
+		IdleTimeout:   r.cfg.Engine.IdleTimeout,
 	}
+}
+
+// setFrontiers caps each source's watermark at the event time of its
+// input that lags (ingest.Position.Frontier), taken from the batch's
+// logged end positions, so a replayed batch moves the watermark exactly
+// as the first time.
+func (r *runner) setFrontiers(end map[string]json.RawMessage) error {
+	for name, raw := range end {
+		var pos ingest.Position
+		if err := json.Unmarshal(raw, &pos); err != nil {
+			return fmt.Errorf("end position of source %s: %w", name, err)
+		}
+		t, held := pos.Frontier()
+		r.engine.SetFrontier(name, t, held)
+	}
+	return nil
 }
 
 // readBatch is one micro-batch read from the sources, not yet processed.
@@ -249,6 +266,9 @@ func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemar
 		return err
 	}
 	readTime := time.UnixMicro(entry.ReadTime)
+	if err := r.setFrontiers(entry.End); err != nil {
+		return err
+	}
 	res := r.engine.Process(recs, readTime)
 	if err := r.commit(ctx, entry, recs, res, nil); err != nil {
 		return err

@@ -67,6 +67,9 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 		if err := json.Unmarshal(entry.End[s.Name()], &end); err != nil {
 			return fmt.Errorf("replay batch %d: end position of %s: %w", entry.BatchID, s.Name(), err)
 		}
+		if l, ok := s.(ingest.Limiter); ok {
+			l.Limit(end) // the same bounds: aligned reading takes the records in the same order
+		}
 		var err error
 		if recs, err = readUntil(ctx, s, recs, end, entry.SourceRows[s.Name()]); err != nil {
 			return fmt.Errorf("replay batch %d from %s: %w", entry.BatchID, s.Name(), err)
@@ -74,6 +77,9 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 	}
 	if len(recs) != entry.Rows {
 		return fmt.Errorf("replay batch %d: read %d records between the logged positions, the log says %d: the input changed under the checkpoint", entry.BatchID, len(recs), entry.Rows)
+	}
+	if err := r.setFrontiers(entry.End); err != nil {
+		return err
 	}
 	res := r.engine.Process(recs, frozen)
 	if err := r.commit(ctx, *entry, recs, res, nil); err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -32,6 +34,8 @@ func streamCommand() *cli.Command {
 			&cli.DurationFlag{Name: "window", Usage: "window length, e.g. 10m (required)", EnvVars: env("window")},
 			&cli.DurationFlag{Name: "slide", Usage: "distance between window starts for sliding windows (default: the window, tumbling)", EnvVars: env("slide")},
 			&cli.DurationFlag{Name: "lateness", Usage: "lateness budget: watermark = max event time seen - lateness", EnvVars: env("lateness")},
+			&cli.StringSliceFlag{Name: "source-lateness", Usage: "a budget of its own for one source: SOURCE=DURATION, SOURCE as given to --source (e.g. logs/mobile=30m); repeatable", EnvVars: env("source-lateness")},
+			&cli.StringFlag{Name: "min-event-time", Usage: "time sanity floor: quarantine events before this time as too_old (RFC 3339 or a date, UTC), e.g. 2020-01-01", EnvVars: env("min-event-time")},
 			&cli.StringFlag{Name: "late-rule", Value: "window", Usage: "window: drop a row from windows already closed (Spark, Flink); event: drop rows with event time < watermark", EnvVars: env("late-rule")},
 			&cli.StringFlag{Name: "output-mode", Value: "append", Usage: "append: emit each window once, when it closes; update: also emit changed windows every batch", EnvVars: env("output-mode")},
 			&cli.StringFlag{Name: "watermark-policy", Value: "min", Usage: "combine per-source watermarks with min or max", EnvVars: env("watermark-policy")},
@@ -100,13 +104,26 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--watermark-policy: %w", err)
 	}
+	perSource, err := sourceLateness(cfg.Sources, c.StringSlice("source-lateness"))
+	if err != nil {
+		return cfg, err
+	}
+	var floor time.Time
+	if s := c.String("min-event-time"); s != "" {
+		us, err := parseTime("min-event-time", s)
+		if err != nil {
+			return cfg, err
+		}
+		floor = time.UnixMicro(us).UTC()
+	}
 	cfg.Engine = stream.Config{
-		Window:      spec,
-		Lateness:    c.Duration("lateness").Microseconds(),
-		LateRule:    lateRule,
-		OutputMode:  mode,
-		Policy:      policy,
-		IdleTimeout: c.Duration("idle-timeout"),
+		Window:         spec,
+		SourceLateness: perSource,
+		Lateness:       c.Duration("lateness").Microseconds(),
+		LateRule:       lateRule,
+		OutputMode:     mode,
+		Policy:         policy,
+		IdleTimeout:    c.Duration("idle-timeout"),
 	}
 	cfg.Decoder = ingest.DecoderConfig{
 		Format:       c.String("format"),
@@ -118,6 +135,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		ArrivalField: c.String("arrival-field"),
 		MaxFuture:    c.Duration("max-future"),
 		MaxLineBytes: c.Int("max-line-bytes"),
+		MinEventTime: floor,
 	}
 	if err := cfg.Decoder.Validate(); err != nil {
 		return cfg, err
@@ -134,4 +152,32 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.Rescan = c.Duration("rescan-interval")
 	cfg.MetricsAddr = c.String("metrics-addr")
 	return cfg, nil
+}
+
+// sourceLateness parses the --source-lateness values (SOURCE=DURATION, the
+// last "=" splitting, so a path may hold one) into per-source budgets, µs.
+func sourceLateness(sources, values []string) (map[string]int64, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]int64, len(values))
+	for _, v := range values {
+		i := strings.LastIndexByte(v, '=')
+		if i <= 0 {
+			return nil, fmt.Errorf("--source-lateness %q: want SOURCE=DURATION, e.g. logs/mobile=30m", v)
+		}
+		name, ds := v[:i], v[i+1:]
+		d, err := time.ParseDuration(ds)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("--source-lateness %q: %q is not a duration >= 0", v, ds)
+		}
+		if !slices.Contains(sources, name) {
+			return nil, fmt.Errorf("--source-lateness %q: %q is not one of the --source values %q", v, name, sources)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--source-lateness: source %q given twice", name)
+		}
+		out[name] = d.Microseconds()
+	}
+	return out, nil
 }
