@@ -30,6 +30,7 @@ func newApp() *cli.App {
 			tablesCommand(),
 			compactCommand(),
 			vacuumCommand(),
+			repairCommand(),
 		},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile (pprof) of the run to this file", EnvVars: env("cpuprofile")},
