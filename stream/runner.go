@@ -91,7 +91,13 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 	cfg.Logger.Info("stream started", "lake", cfg.Lake, "checkpoint", cfg.Checkpoint, "sources", cfg.Sources,
 		"stream_id", r.id, "next_batch", r.nextID, "once", cfg.Once)
 	runErr := explainWriteError(r.run(ctx))
-	return r.sum, errors.Join(runErr, r.close())
+	closeErr := r.close()
+	if runErr != nil && closeErr != nil {
+		// One line: what stopped the stream, then what failed on the way out
+		// (releasing the lock on a store that is gone fails too).
+		return r.sum, fmt.Errorf("%w; then, stopping: %s", runErr, strings.ReplaceAll(closeErr.Error(), "\n", "; "))
+	}
+	return r.sum, errors.Join(runErr, closeErr)
 }
 
 // explainWriteError adds to a failure of the lake or checkpoint store what
