@@ -27,8 +27,18 @@ const DefaultWriterGrace = time.Hour
 var ErrFilesGone = errors.New("lake: a data file to commit is gone")
 
 // errStale marks a commit attempt a writer must redo: one of its files is
-// gone, or is old enough that a vacuum may take it before the commit lands.
-var errStale = errors.New("lake: data files must be rewritten")
+// gone, or is old enough that a vacuum may take it before the commit lands
+// (then also errSlow).
+var (
+	errStale = errors.New("lake: data files must be rewritten")
+	errSlow  = errors.New("lake: writing took too long")
+)
+
+// maxSlowAttempts bounds the attempts redone because writing took more than
+// half the grace: one pause (a stalled process, a storm of store retries)
+// is worth a second try, but work that is simply that long would only be
+// slow again.
+const maxSlowAttempts = 2
 
 // maxAttempts bounds how often a writer redoes a commit (a lost race that
 // touched its partitions, a file of its attempt gone).
@@ -50,7 +60,7 @@ const maxAttempts = 10
 // being the time the attempt began writing them.
 func (l *Lake) checkAdds(ctx context.Context, h *handle, files []addFile, started time.Time) error {
 	if age := l.clock().Sub(started); age > l.grace/2 {
-		return fmt.Errorf("%w: %s: written %s ago, more than half the writer grace %s", errStale, h.def.name, age.Round(time.Millisecond), l.grace)
+		return fmt.Errorf("%w: %w: %s: files written over %s, more than half the writer grace %s", errStale, errSlow, h.def.name, age.Round(time.Millisecond), l.grace)
 	}
 	for _, f := range files {
 		key := h.dt.FileKey(f.Path)
@@ -86,6 +96,7 @@ type attemptFunc func(snap *delta.Snapshot) (*delta.Transaction, []addFile, erro
 // It returns the version committed (or, with nothing to do, read).
 func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, error) {
 	var last error
+	slow := 0
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		snap, err := h.dt.Snapshot(ctx, -1)
 		readVersion := int64(-1)
@@ -119,8 +130,13 @@ func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, er
 			if !errors.Is(err, errStale) {
 				return -1, err
 			}
-			l.log.Warn("rewriting data files before commit", "table", h.def.name, "reason", err)
 			last = err
+			if errors.Is(err, errSlow) {
+				if slow++; slow >= maxSlowAttempts {
+					break
+				}
+			}
+			l.log.Warn("rewriting data files before commit", "table", h.def.name, "reason", err)
 			continue
 		}
 		tx.ReadVersion = readVersion
@@ -141,6 +157,9 @@ func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, er
 			// live data.
 			return -1, err
 		}
+	}
+	if errors.Is(last, errSlow) {
+		return -1, fmt.Errorf("%w: %w", ErrFilesGone, last)
 	}
 	if errors.Is(last, errStale) {
 		return -1, fmt.Errorf("%w: %d attempts: %w", ErrFilesGone, maxAttempts, last)

@@ -220,6 +220,26 @@ func TestWriterRewritesStaleFiles(t *testing.T) {
 		t.Errorf("got %d active files, want 1", len(snap.Files))
 	}
 	assertNoHoles(t, l)
+
+	// Writing that is always that slow fails after a second try, saying why.
+	puts = 0
+	hs.setPutHook(func(key string) {
+		if strings.HasPrefix(key, TableRawEvents+"/") {
+			puts++
+			clock.now = clock.now.Add(DefaultWriterGrace/2 + time.Second)
+		}
+	})
+	before := tableVersion(t, l, TableRawEvents)
+	err = l.AppendBatch(ctx, Batch{AppID: "s", BatchID: 2, Records: recs})
+	if !errors.Is(err, ErrFilesGone) || !strings.Contains(err.Error(), "half the writer grace") {
+		t.Errorf("got %v, want ErrFilesGone saying the writing was too slow", err)
+	}
+	if puts != maxSlowAttempts {
+		t.Errorf("got %d attempts, want %d", puts, maxSlowAttempts)
+	}
+	if v := tableVersion(t, l, TableRawEvents); v != before {
+		t.Errorf("got version %d, want %d", v, before)
+	}
 }
 
 // assertNoHoles fails if any table references a file that is not there.
