@@ -51,6 +51,7 @@ type Report struct {
 	BytesAdded   int64
 	Rows         int64    // rows rewritten
 	Deleted      []string // vacuum: store keys deleted (or to delete)
+	InFlight     int      // vacuum: files no version references, kept as younger than the writer grace
 	DryRun       bool
 }
 
@@ -312,7 +313,8 @@ func (l *Lake) Vacuum(ctx context.Context, o VacuumOptions) (Report, error) {
 				continue
 			}
 			if !tomb[ob.Key] && ob.ModTime.After(orphanCutoff) {
-				continue // may be a writer's, not committed yet
+				rep.InFlight++ // may be a writer's, not committed yet
+				continue
 			}
 			if !o.DryRun {
 				if err := l.st.Delete(ctx, ob.Key); err != nil {

@@ -303,6 +303,9 @@ func TestVacuumRetentionFloor(t *testing.T) {
 			t.Errorf("vacuum deleted %s within the writer grace", o.Path)
 		}
 	}
+	if rep.InFlight != len(orphans) {
+		t.Errorf("got %d files reported in flight, want %d", rep.InFlight, len(orphans))
+	}
 	clock.now = time.Now().Add(DefaultWriterGrace + time.Second)
 	rep, err = l.Vacuum(ctx, VacuumOptions{Retain: 0, Force: true})
 	if err != nil {

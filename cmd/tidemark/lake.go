@@ -255,6 +255,9 @@ func vacuumCommand() *cli.Command {
 				fmt.Fprintf(c.App.Writer, "%s %s\n", verb, k)
 			}
 			fmt.Fprintf(c.App.Writer, "%s %d files, %d bytes\n", verb, rep.FilesRemoved, rep.BytesRemoved)
+			if rep.InFlight > 0 {
+				fmt.Fprintf(c.App.Writer, "kept %d files no version references yet: younger than the %s writer grace, they may belong to a writer in flight\n", rep.InFlight, lake.DefaultWriterGrace)
+			}
 			return nil
 		},
 	}
