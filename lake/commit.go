@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -41,8 +42,25 @@ var (
 const maxSlowAttempts = 2
 
 // maxAttempts bounds how often a writer redoes a commit (a lost race that
-// touched its partitions, a file of its attempt gone).
-const maxAttempts = 10
+// touched its partitions, a file of its attempt gone). Two streams
+// emitting into the same window_date, beside reconcile and compact, lose
+// races routinely; with the back-off below 20 attempts ride that out.
+const maxAttempts = 20
+
+// backoff is the pause before redoing an attempt that lost a race: full
+// jitter over an exponential bound (20 ms doubling, at most 2 s), so
+// writers that keep colliding spread out instead of colliding again.
+func backoff(ctx context.Context, attempt int) error {
+	bound := min(20*time.Millisecond<<min(attempt, 10), 2*time.Second)
+	t := time.NewTimer(rand.N(bound) + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // The writer grace is what keeps vacuum and writers apart without any
 // marker or lock: vacuum never deletes a file no version references whose
@@ -150,6 +168,9 @@ func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, er
 		case errors.Is(err, delta.ErrConflict):
 			l.discard(ctx, h, files)
 			last = err
+			if err := backoff(ctx, attempt); err != nil {
+				return -1, err
+			}
 			continue
 		default:
 			// The commit may or may not have landed (an ambiguous store
