@@ -119,44 +119,38 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 
 // appendTable commits the files write produces, plus the extra actions, as
 // a blind append with txn, unless the table already holds txn (then write
-// is not even called).
+// is not even called). Files gone before the commit are written again
+// (see update).
 func (l *Lake) appendTable(ctx context.Context, h *handle, txn *delta.Txn, extra []delta.Action, op string, params map[string]string, write func() ([]addFile, error)) error {
-	snap, err := h.dt.Snapshot(ctx, -1)
-	if err != nil {
-		return fmt.Errorf("append %s: %w", h.def.name, err)
-	}
-	if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
-		return nil
-	}
-	files, err := write()
-	if err != nil {
-		l.discard(ctx, h, files)
-		return fmt.Errorf("append %s: %w", h.def.name, err)
-	}
-	now := l.clock().UnixMilli()
-	var rows, size int64
-	actions := make([]delta.Action, len(files), len(files)+len(extra))
-	for i, f := range files {
-		actions[i] = f.action(now, true)
-		rows += f.Rows
-		size += f.Size
-	}
-	actions = append(actions, extra...)
-	_, err = h.dt.Commit(ctx, &delta.Transaction{
-		ReadVersion:         snap.Version,
-		Actions:             actions,
-		Operation:           op,
-		OperationParameters: params,
-		OperationMetrics:    metrics(len(files), rows, size),
-		Txn:                 txn,
+	_, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+		if snap == nil {
+			return nil, nil, fmt.Errorf("table missing")
+		}
+		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+			return nil, nil, nil
+		}
+		files, err := write()
+		if err != nil {
+			return nil, files, err
+		}
+		now := l.clock().UnixMilli()
+		var rows, size int64
+		actions := make([]delta.Action, len(files), len(files)+len(extra))
+		for i, f := range files {
+			actions[i] = f.action(now, true)
+			rows += f.Rows
+			size += f.Size
+		}
+		actions = append(actions, extra...)
+		return &delta.Transaction{
+			Actions:             actions,
+			Operation:           op,
+			OperationParameters: params,
+			OperationMetrics:    metrics(len(files), rows, size),
+			Txn:                 txn,
+		}, files, nil
 	})
-	if errors.Is(err, delta.ErrAlreadyCommitted) {
-		l.discard(ctx, h, files) // a replay raced us; our copies are orphans
-		return nil
-	}
-	if err != nil {
-		// The commit may or may not have landed (an ambiguous store error):
-		// leave the files for vacuum rather than risk deleting live data.
+	if err != nil && !errors.Is(err, delta.ErrAlreadyCommitted) {
 		return fmt.Errorf("append %s: %w", h.def.name, err)
 	}
 	return nil

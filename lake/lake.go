@@ -47,6 +47,11 @@ type Config struct {
 	Window     tidemark.WindowSpec
 	Logger     *slog.Logger     // nil discards
 	Clock      func() time.Time // nil means time.Now
+	// WriterGrace: vacuum keeps every file no version references that is
+	// younger than this, and writers rewrite files older than half of it
+	// instead of committing them (see checkAdds). 0 means
+	// DefaultWriterGrace; every process on one lake must use the same.
+	WriterGrace time.Duration
 }
 
 func (c Config) adopt() bool {
@@ -117,6 +122,7 @@ type Lake struct {
 	cfg    Config
 	log    *slog.Logger
 	clock  func() time.Time
+	grace  time.Duration
 	tables map[string]*handle
 }
 
@@ -135,7 +141,10 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	l := &Lake{st: st, log: cfg.Logger, clock: cfg.Clock, tables: map[string]*handle{}}
+	if cfg.WriterGrace <= 0 {
+		cfg.WriterGrace = DefaultWriterGrace
+	}
+	l := &Lake{st: st, log: cfg.Logger, clock: cfg.Clock, grace: cfg.WriterGrace, tables: map[string]*handle{}}
 	opts := delta.Options{Clock: cfg.Clock, Logger: cfg.Logger}
 	logs := map[string]*delta.Table{}
 	var remembered *Config

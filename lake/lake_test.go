@@ -421,7 +421,7 @@ func TestCrashBeforeCommitThenVacuum(t *testing.T) {
 		t.Errorf("got %d rows, want %d", len(got), len(want))
 	}
 	// Too young to vacuum.
-	rep, err := l.Vacuum(ctx, time.Hour, false)
+	rep, err := l.Vacuum(ctx, VacuumOptions{Retain: time.Hour, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,14 +429,14 @@ func TestCrashBeforeCommitThenVacuum(t *testing.T) {
 		t.Errorf("got %d files vacuumed inside the retention, want 0: %v", rep.FilesRemoved, rep.Deleted)
 	}
 	clock.now = time.Now().Add(2 * time.Hour)
-	rep, err = l.Vacuum(ctx, time.Hour, true)
+	rep, err = l.Vacuum(ctx, VacuumOptions{Retain: time.Hour, Force: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.FilesRemoved != len(orphans) {
 		t.Errorf("dry run: got %d files, want the %d orphans", rep.FilesRemoved, len(orphans))
 	}
-	rep, err = l.Vacuum(ctx, time.Hour, false)
+	rep, err = l.Vacuum(ctx, VacuumOptions{Retain: time.Hour, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestCompactKeepsRows(t *testing.T) {
 	}
 	// The merged-away files go with vacuum once out of retention.
 	clock.now = time.Now().Add(200 * time.Hour)
-	vr, err := l.Vacuum(ctx, 168*time.Hour, false)
+	vr, err := l.Vacuum(ctx, VacuumOptions{Retain: 168 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

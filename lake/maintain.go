@@ -51,6 +51,7 @@ type Report struct {
 	BytesAdded   int64
 	Rows         int64    // rows rewritten
 	Deleted      []string // vacuum: store keys deleted (or to delete)
+	InFlight     int      // vacuum: files no version references, kept as younger than the writer grace
 	DryRun       bool
 }
 
@@ -67,20 +68,18 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 		targetFileBytes = 128 << 20
 	}
 	var rep Report
-	var written []addFile
-	v, err := h.dt.Update(ctx, func(snap *delta.Snapshot) (*delta.Transaction, error) {
-		l.discard(ctx, h, written)
-		written = nil
+	v, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+		var written []addFile
 		rep = Report{Table: tableName, Version: -1}
 		if snap == nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
 		for _, group := range compactionGroups(snap.Files, targetFileBytes) {
 			f, rows, err := l.rewrite(ctx, h, group)
 			if err != nil {
-				return nil, err
+				return nil, written, err
 			}
 			written = append(written, f)
 			actions = append(actions, f.action(now, false))
@@ -97,7 +96,7 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 			}
 		}
 		if len(actions) == 0 {
-			return nil, nil
+			return nil, nil, nil
 		}
 		return &delta.Transaction{
 			Actions:             actions,
@@ -110,12 +109,9 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 			// Compaction changes no data: only removing the same files
 			// concurrently conflicts, which Commit checks by path.
 			ReadPredicate: func(map[string]*string) bool { return false },
-		}, nil
+		}, written, nil
 	})
 	if err != nil {
-		if errors.Is(err, delta.ErrConflict) {
-			l.discard(ctx, h, written)
-		}
 		return rep, fmt.Errorf("compact %s: %w", tableName, err)
 	}
 	if rep.FilesAdded > 0 {
@@ -256,13 +252,39 @@ func (l *Lake) copyFile(ctx context.Context, w *fileWriter, key string, data []c
 	return nil
 }
 
-// Vacuum deletes, in every table, the files that no version within retain
-// references: files neither active nor removed less than retain ago, and
-// files in no commit at all (orphans of crashed writes) older than retain.
+// VacuumOptions say what Vacuum keeps.
+type VacuumOptions struct {
+	// Retain keeps the files that any version newer than this references
+	// (tombstones removed less than Retain ago).
+	Retain time.Duration
+	// Force accepts a Retain shorter than SafeRetention.
+	Force bool
+	// DryRun lists what would be deleted and deletes nothing.
+	DryRun bool
+}
+
+// ErrRetentionTooShort is Vacuum's answer to a retention below
+// SafeRetention without Force.
+var ErrRetentionTooShort = errors.New("lake: vacuum retention too short")
+
+// Vacuum deletes, in every table, the files that no version within the
+// retention references: files neither active nor removed less than Retain
+// ago. A file no version references at all (an orphan of a crashed writer,
+// or the file of a writer that has not committed yet) is deleted only once
+// it is older than both Retain and the writer grace, whatever Force says.
 // It never touches _delta_log or hidden (_ or .) paths.
-func (l *Lake) Vacuum(ctx context.Context, retain time.Duration, dryRun bool) (Report, error) {
-	rep := Report{Version: -1, DryRun: dryRun}
-	cutoff := l.clock().Add(-retain)
+func (l *Lake) Vacuum(ctx context.Context, o VacuumOptions) (Report, error) {
+	rep := Report{Version: -1, DryRun: o.DryRun}
+	if o.Retain < 0 {
+		return rep, fmt.Errorf("vacuum: negative retention %s", o.Retain)
+	}
+	if o.Retain < SafeRetention && !o.Force {
+		return rep, fmt.Errorf("%w: --retain %s is under the safe %s (older versions and their readers need the files, as Delta's retentionDurationCheck says); add --force to vacuum anyway (files younger than the writer grace %s are kept even then)",
+			ErrRetentionTooShort, o.Retain, SafeRetention, l.grace)
+	}
+	now := l.clock()
+	cutoff := now.Add(-o.Retain)
+	orphanCutoff := now.Add(-max(o.Retain, l.grace))
 	for _, name := range tableNames {
 		h := l.tables[name]
 		snap, err := h.dt.Snapshot(ctx, -1)
@@ -273,28 +295,35 @@ func (l *Lake) Vacuum(ctx context.Context, retain time.Duration, dryRun bool) (R
 		for _, a := range snap.Files {
 			keep[a.Key(h.dt.Path())] = true
 		}
+		tomb := map[string]bool{}
 		for _, r := range snap.Tombstones {
+			k := r.Key(h.dt.Path())
+			tomb[k] = true
 			if time.UnixMilli(r.DeletionTimestamp).After(cutoff) {
-				keep[r.Key(h.dt.Path())] = true
+				keep[k] = true
 			}
 		}
 		objs, err := l.st.List(ctx, h.dt.Path()+"/")
 		if err != nil {
 			return rep, fmt.Errorf("vacuum %s: %w", name, err)
 		}
-		for _, o := range objs {
-			rel := strings.TrimPrefix(o.Key, h.dt.Path()+"/")
-			if hidden(rel) || keep[o.Key] || o.ModTime.After(cutoff) {
+		for _, ob := range objs {
+			rel := strings.TrimPrefix(ob.Key, h.dt.Path()+"/")
+			if hidden(rel) || keep[ob.Key] || ob.ModTime.After(cutoff) {
 				continue
 			}
-			if !dryRun {
-				if err := l.st.Delete(ctx, o.Key); err != nil {
+			if !tomb[ob.Key] && ob.ModTime.After(orphanCutoff) {
+				rep.InFlight++ // may be a writer's, not committed yet
+				continue
+			}
+			if !o.DryRun {
+				if err := l.st.Delete(ctx, ob.Key); err != nil {
 					return rep, fmt.Errorf("vacuum %s: %w", name, err)
 				}
 			}
-			rep.Deleted = append(rep.Deleted, o.Key)
+			rep.Deleted = append(rep.Deleted, ob.Key)
 			rep.FilesRemoved++
-			rep.BytesRemoved += o.Size
+			rep.BytesRemoved += ob.Size
 		}
 	}
 	return rep, nil

@@ -71,15 +71,13 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 		d := dateOf(rows[i].Window.Start)
 		byDate[d] = append(byDate[d], rows[i])
 	}
-	var written []addFile // files of the current attempt
-	v, err := h.dt.Update(ctx, func(snap *delta.Snapshot) (*delta.Transaction, error) {
-		l.discard(ctx, h, written)
-		written = nil
+	v, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+		var written []addFile // files of this attempt
 		if snap == nil {
-			return nil, fmt.Errorf("merge %s: table missing", h.def.name)
+			return nil, nil, fmt.Errorf("table missing")
 		}
 		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
-			return nil, nil
+			return nil, nil, nil
 		}
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
@@ -94,7 +92,7 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 				}
 				old, err := l.readWindowRows(ctx, a.Key(h.dt.Path()))
 				if err != nil {
-					return nil, err
+					return nil, written, err
 				}
 				for _, r := range old {
 					if _, replaced := byID[r.id()]; !replaced {
@@ -110,7 +108,7 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 			sortWindowRows(keep)
 			f, err := l.writeWindowRows(ctx, keep, d)
 			if err != nil {
-				return nil, err
+				return nil, written, err
 			}
 			written = append(written, f)
 			actions = append(actions, f.action(now, true))
@@ -132,16 +130,11 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 				d := pv["window_date"]
 				return d == nil || slices.Contains(touched, *d)
 			},
-		}, nil
+		}, written, nil
 	})
 	switch {
-	case errors.Is(err, delta.ErrAlreadyCommitted), errors.Is(err, delta.ErrConflict):
-		// Our last attempt's files are in no commit.
-		l.discard(ctx, h, written)
-		if errors.Is(err, delta.ErrAlreadyCommitted) {
-			return v, nil
-		}
-		return -1, fmt.Errorf("merge %s: %w", h.def.name, err)
+	case errors.Is(err, delta.ErrAlreadyCommitted):
+		return v, nil
 	case err != nil:
 		return -1, fmt.Errorf("merge %s: %w", h.def.name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"tidemark"
@@ -37,6 +38,11 @@ type RunnerConfig struct {
 	Poll         bool          // local sources: rescans only, no fsnotify
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
 	MetricsAddr  string        // serve Prometheus metrics here; "" = off
+
+	// LakeStore and CheckpointStore, when set, are used instead of opening
+	// Lake and Checkpoint (a caller with a store of its own; tests that
+	// inject write failures).
+	LakeStore, CheckpointStore store.Store
 
 	Print    io.Writer        // emitted windows as JSON lines; nil = off
 	Progress io.Writer        // one JSON progress line per batch; nil = off
@@ -84,13 +90,37 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 	cfg.defaults()
 	r, err := newRunner(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, explainWriteError(err)
 	}
 	cfg.Logger.Info("stream started", "lake", cfg.Lake, "checkpoint", cfg.Checkpoint, "sources", cfg.Sources,
 		"stream_id", r.id, "next_batch", r.nextID, "once", cfg.Once)
 	r.startProgress()
-	runErr := r.run(ctx)
-	return r.sum, errors.Join(runErr, r.close())
+	runErr := explainWriteError(r.run(ctx))
+	closeErr := r.close()
+	if runErr != nil && closeErr != nil {
+		// One line: what stopped the stream, then what failed on the way out
+		// (releasing the lock on a store that is gone fails too).
+		return r.sum, fmt.Errorf("%w; then, stopping: %s", runErr, strings.ReplaceAll(closeErr.Error(), "\n", "; "))
+	}
+	return r.sum, errors.Join(runErr, closeErr)
+}
+
+// explainWriteError adds to a failure of the lake or checkpoint store what
+// it means and what to do. The stream stops rather than wait: the batch in
+// flight is in the checkpoint's write-ahead log and its lake commits carry
+// txn ids, so a restart redoes it exactly once, and a supervisor (systemd,
+// Kubernetes) restarting the process is the retry with back-off.
+func explainWriteError(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("stream stopped: the lake or checkpoint disk is full; free space and start the stream again (a batch in flight is redone from the checkpoint: nothing lost, nothing doubled): %w", err)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("stream stopped: an S3 server stopped answering past its retries; start the stream again when it answers (a batch in flight is redone from the checkpoint: nothing lost, nothing doubled): %w", err)
+	}
+	return err
 }
 
 func marshalPositions(srcs []ingest.Source) (map[string]json.RawMessage, error) {
@@ -136,9 +166,11 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 			return nil, err
 		}
 	}
-	lakeStore, err := store.Open(ctx, cfg.Lake, cfg.S3)
-	if err != nil {
-		return nil, fmt.Errorf("open lake %s: %w", cfg.Lake, err)
+	lakeStore := cfg.LakeStore
+	if lakeStore == nil {
+		if lakeStore, err = store.Open(ctx, cfg.Lake, cfg.S3); err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", cfg.Lake, err)
+		}
 	}
 	r.lake, err = lake.Open(ctx, lakeStore, lake.Config{
 		Keys:       cfg.Decoder.Keys,
@@ -150,9 +182,11 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ckStore, err := store.Open(ctx, cfg.Checkpoint, cfg.S3)
-	if err != nil {
-		return nil, fmt.Errorf("open checkpoint %s: %w", cfg.Checkpoint, err)
+	ckStore := cfg.CheckpointStore
+	if ckStore == nil {
+		if ckStore, err = store.Open(ctx, cfg.Checkpoint, cfg.S3); err != nil {
+			return nil, fmt.Errorf("open checkpoint %s: %w", cfg.Checkpoint, err)
+		}
 	}
 	r.ck = &checkpoint{st: ckStore}
 	host, _ := os.Hostname()

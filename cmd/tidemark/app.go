@@ -29,6 +29,7 @@ func newApp() *cli.App {
 			tablesCommand(),
 			compactCommand(),
 			vacuumCommand(),
+			repairCommand(),
 			checkpointCommand(),
 		},
 		Flags: []cli.Flag{

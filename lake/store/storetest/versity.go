@@ -26,6 +26,10 @@ type Server struct {
 	AccessKey string
 	SecretKey string
 	Region    string
+
+	bin, addr, dir string
+	mu             sync.Mutex
+	stop           func() // kills the running process; nil when stopped
 }
 
 // RequireS3Env names the variable that turns a missing server binary from a
@@ -46,15 +50,17 @@ func StartVersity(t testing.TB) *Server {
 		}
 		t.Skip("versitygw not found on $PATH or in $(go env GOPATH)/bin; set " + RequireS3Env + "=1 to fail instead")
 	}
-	s := &Server{AccessKey: "tidemark", SecretKey: "tidemark-secret-" + randHex(8), Region: "us-east-1"}
+	s := &Server{AccessKey: "tidemark", SecretKey: "tidemark-secret-" + randHex(8), Region: "us-east-1", bin: bin, dir: t.TempDir()}
+	t.Cleanup(s.Kill)
 	var lastErr error
 	for range 3 { // the free port may be taken between our probe and the server's bind
 		addr, err := freeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lastErr = s.start(t, bin, addr); lastErr == nil {
+		if lastErr = s.start(addr); lastErr == nil {
 			s.Endpoint = "http://" + addr
+			s.addr = addr
 			return s
 		}
 	}
@@ -62,9 +68,35 @@ func StartVersity(t testing.TB) *Server {
 	return nil
 }
 
-func (s *Server) start(t testing.TB, bin, addr string) error {
+// Kill kills the server process with SIGKILL, as a crash or a host going
+// away would; the bucket data stays in its directory for Restart.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	stop := s.stop
+	s.stop = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// Restart starts a killed server again on the same address and directory,
+// so clients see the same endpoint and buckets come back.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	var err error
+	for range 50 { // the port may linger a moment after the kill
+		if err = s.start(s.addr); err == nil {
+			return
+		}
+	}
+	t.Fatalf("restart versitygw on %s: %v", s.addr, err)
+}
+
+func (s *Server) start(addr string) error {
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--port", addr, "--quiet", "posix", t.TempDir())
+	cmd := exec.Command(s.bin, "--port", addr, "--quiet", "posix", s.dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	cmd.Stdout = &syncWriter{w: &logs}
 	cmd.Stderr = cmd.Stdout
@@ -86,7 +118,9 @@ func (s *Server) start(t testing.TB, bin, addr string) error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			t.Cleanup(stop)
+			s.mu.Lock()
+			s.stop = stop
+			s.mu.Unlock()
 			return nil
 		}
 		select {
