@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -204,4 +205,72 @@ func TestDiskFull(t *testing.T) {
 func head(s []string) []string {
 	slices.Sort(s)
 	return s[:min(len(s), 5)]
+}
+
+// TestDiskFullTmpfs is TestDiskFull on a real full filesystem: the lake and
+// its checkpoint on a tmpfs of half the size the run needs, so a write
+// fails with ENOSPC part-way through a file; then the tmpfs is grown (space
+// freed) and a restart finishes. It needs root to mount (skipped
+// otherwise).
+func TestDiskFullTmpfs(t *testing.T) {
+	in := t.TempDir()
+	n := faultInput(t, in)
+	run := func(lakeDir string) error {
+		cfg := runnerConfig(t, in, lakeDir)
+		cfg.Engine.Lateness = time.Second.Microseconds()
+		cfg.MaxBatchRows = 200
+		cfg.Once, cfg.Drain = true, true
+		_, err := Run(context.Background(), cfg)
+		return err
+	}
+	refDir := t.TempDir()
+	if err := run(refDir); err != nil {
+		t.Fatal(err)
+	}
+	var need int64
+	filepath.WalkDir(refDir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				need += (fi.Size() + 4095) / 4096 * 4096
+			}
+		}
+		return nil
+	})
+	mnt := t.TempDir()
+	size := need / 2 / 4096 * 4096
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	lakeDir := filepath.Join(mnt, "lake")
+	err := run(lakeDir)
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "disk is full; free space and start the stream again") {
+		t.Fatalf("on a %d-byte tmpfs (the run needs ~%d): got %v, want a disk-full error saying what to do", size, need, err)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("grow the tmpfs: %v: %s", err, out)
+	}
+	if err := run(lakeDir); err != nil {
+		t.Fatalf("restart after freeing space: %v", err)
+	}
+	refStore, _ := store.OpenDir(refDir)
+	refLines, refWindows := lakeFacts(t, refStore)
+	st, _ := store.OpenDir(lakeDir)
+	lines, windows := lakeFacts(t, st)
+	bad := 0
+	for k := range refLines {
+		if lines[k] != 1 {
+			bad++
+		}
+	}
+	if bad > 0 || len(lines) != n {
+		t.Errorf("got %d lines, want %d; %d not exactly once", len(lines), n, bad)
+	}
+	if !slices.Equal(windows, refWindows) {
+		t.Errorf("window results differ from the run without failures: got %d, want %d", len(windows), len(refWindows))
+	}
 }
