@@ -1,7 +1,6 @@
 package tidemark
 
 import (
-	"cmp"
 	"encoding/binary"
 	"strings"
 )
@@ -46,22 +45,49 @@ func AppendKeyPart(dst []byte, value string, null bool) []byte {
 // as far as it is well formed.
 func (k Key) Parts() []KeyPart {
 	var parts []KeyPart
-	s := string(k)
-	for len(s) > 0 {
-		if s[0] == 0 {
-			parts = append(parts, KeyPart{Null: true})
-			s = s[1:]
-			continue
-		}
-		n, w := binary.Uvarint([]byte(s[1:min(len(s), 11)]))
-		if w <= 0 || uint64(len(s)-1-w) < n {
+	for s := string(k); ; {
+		var p KeyPart
+		var ok bool
+		if p, s, ok = nextPart(s); !ok {
 			return parts
 		}
-		start := 1 + w
-		parts = append(parts, KeyPart{Value: s[start : start+int(n)]})
-		s = s[start+int(n):]
+		parts = append(parts, p)
 	}
-	return parts
+}
+
+// nextPart decodes the first part of the encoding s and returns the rest;
+// ok is false at the end of s or where s is malformed. It allocates
+// nothing: the part's value is a substring of s.
+func nextPart(s string) (p KeyPart, rest string, ok bool) {
+	if len(s) == 0 {
+		return p, s, false
+	}
+	if s[0] == 0 {
+		return KeyPart{Null: true}, s[1:], true
+	}
+	var n uint64
+	var shift uint
+	i := 1
+	for ; ; i++ {
+		if i == len(s) || i > 10 {
+			return p, s, false
+		}
+		c := s[i]
+		if i == 10 && c > 1 {
+			return p, s, false // overflows 64 bits, as binary.Uvarint rejects
+		}
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
+		shift += 7
+	}
+	start := i + 1
+	if uint64(len(s)-start) < n {
+		return p, s, false
+	}
+	end := start + int(n)
+	return KeyPart{Value: s[start:end]}, s[end:], true
 }
 
 // String renders the key for logs and tables: parts joined by "|", null as ∅.
@@ -79,24 +105,33 @@ func (k Key) String() string {
 }
 
 // Compare orders keys part by part, null first, then by value: the order
-// results are printed and stored in.
+// results are printed and stored in. It decodes in place and allocates
+// nothing, so sorting emitted windows costs only comparisons.
 func (k Key) Compare(other Key) int {
 	if k == other {
 		return 0
 	}
-	pa, pb := k.Parts(), other.Parts()
-	for i := range min(len(pa), len(pb)) {
+	a, b := string(k), string(other)
+	for {
+		pa, ra, oka := nextPart(a)
+		pb, rb, okb := nextPart(b)
 		switch {
-		case pa[i].Null && pb[i].Null:
-		case pa[i].Null:
+		case !oka && !okb:
+			return 0
+		case !oka:
 			return -1
-		case pb[i].Null:
+		case !okb:
+			return 1
+		case pa.Null && pb.Null:
+		case pa.Null:
+			return -1
+		case pb.Null:
 			return 1
 		default:
-			if c := strings.Compare(pa[i].Value, pb[i].Value); c != 0 {
+			if c := strings.Compare(pa.Value, pb.Value); c != 0 {
 				return c
 			}
 		}
+		a, b = ra, rb
 	}
-	return cmp.Compare(len(pa), len(pb))
 }
