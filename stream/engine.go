@@ -46,8 +46,8 @@ type Engine struct {
 	seqs    []uint32 // freed bucket sequence numbers
 	nextSeq uint32
 
-	epoch    uint32       // Process call counter, for update-mode change tracking
-	changed  []changedRef // slots changed in this batch (update mode)
+	epoch    uint32       // Process call counter, for change tracking
+	changed  []changedRef // slots changed in this batch: update-mode output and the changelog
 	wins     []tidemark.Window
 	keyBytes int64
 }
@@ -204,6 +204,7 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 // --once --drain backfill). W stays there: later records are all late.
 func (e *Engine) Drain() BatchResult {
 	e.nextEpoch()
+	e.changed = e.changed[:0]
 	e.w, e.hasW = tidemark.MaxTime, true
 	var res BatchResult
 	res.Emitted = e.closeUpTo(e.w, nil)
@@ -284,9 +285,7 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		s.agg.Add(r.Value, r.HasValue)
 		if s.epoch != e.epoch {
 			s.epoch = e.epoch
-			if e.cfg.OutputMode == Update {
-				e.changed = append(e.changed, changedRef{start: win.Start, idx: idx})
-			}
+			e.changed = append(e.changed, changedRef{start: win.Start, idx: idx})
 		}
 		pos++ // the next window starts later
 	}

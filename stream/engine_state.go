@@ -40,10 +40,7 @@ func (e *Engine) State() *State {
 		Sources:      make([]SourceState, 0, len(e.sources)),
 		Open:         make([]tidemark.Result, 0, len(e.index)),
 	}
-	for name, s := range e.sources {
-		st.Sources = append(st.Sources, SourceState{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen})
-	}
-	slices.SortFunc(st.Sources, func(a, b SourceState) int { return strings.Compare(a.Name, b.Name) })
+	st.Sources = e.sourceStates(st.Sources)
 	for _, b := range e.buckets {
 		from := len(st.Open)
 		win := tidemark.Window{Start: b.start, End: b.start + e.cfg.Window.Size}
@@ -54,6 +51,16 @@ func (e *Engine) State() *State {
 		slices.SortFunc(st.Open[from:], compareResults)
 	}
 	return st
+}
+
+// sourceStates appends every source's state to dst, sorted by name.
+func (e *Engine) sourceStates(dst []SourceState) []SourceState {
+	from := len(dst)
+	for name, s := range e.sources {
+		dst = append(dst, SourceState{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen})
+	}
+	slices.SortFunc(dst[from:], func(a, b SourceState) int { return strings.Compare(a.Name, b.Name) })
+	return dst
 }
 
 // load replaces the engine's (fresh) state with a copy of st.
@@ -110,24 +117,10 @@ func (s *State) MarshalBinary() ([]byte, error) {
 	b = binary.AppendVarint(b, s.Window.Slide)
 	b = appendBool(b, s.HasWatermark)
 	b = binary.AppendVarint(b, s.Watermark)
-	b = binary.AppendUvarint(b, uint64(len(s.Sources)))
-	for _, src := range s.Sources {
-		b = appendString(b, src.Name)
-		b = appendBool(b, src.HasEventTime)
-		b = binary.AppendVarint(b, src.MaxEventTime)
-		b = binary.AppendVarint(b, src.LastSeen)
-	}
+	b = appendSources(b, s.Sources)
 	b = binary.AppendUvarint(b, uint64(len(s.Open)))
 	for _, r := range s.Open {
-		b = binary.AppendVarint(b, r.Window.Start)
-		b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
-		b = appendString(b, string(r.Key))
-		b = binary.AppendVarint(b, r.Agg.Count)
-		b = binary.AppendVarint(b, r.Agg.Values)
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Comp))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
+		b = appendResult(b, r)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
@@ -151,30 +144,11 @@ func (s *State) UnmarshalBinary(data []byte) error {
 	st.Window.Slide = d.varint()
 	st.HasWatermark = d.bool()
 	st.Watermark = d.varint()
-	n := d.count(4)
-	st.Sources = make([]SourceState, 0, n)
-	for range n {
-		var src SourceState
-		src.Name = d.string()
-		src.HasEventTime = d.bool()
-		src.MaxEventTime = d.varint()
-		src.LastSeen = d.varint()
-		st.Sources = append(st.Sources, src)
-	}
-	n = d.count(29)
+	st.Sources = d.sources()
+	n := d.count(minResultBytes)
 	st.Open = make([]tidemark.Result, 0, n)
 	for range n {
-		var r tidemark.Result
-		r.Window.Start = d.varint()
-		r.Window.End = r.Window.Start + d.varint()
-		r.Key = tidemark.Key(d.string())
-		r.Agg.Count = d.varint()
-		r.Agg.Values = d.varint()
-		r.Agg.Sum = math.Float64frombits(d.uint64())
-		r.Agg.Comp = math.Float64frombits(d.uint64())
-		r.Agg.Min = math.Float64frombits(d.uint64())
-		r.Agg.Max = math.Float64frombits(d.uint64())
-		st.Open = append(st.Open, r)
+		st.Open = append(st.Open, d.result())
 	}
 	if d.err != nil {
 		return d.err
@@ -184,6 +158,63 @@ func (s *State) UnmarshalBinary(data []byte) error {
 	}
 	*s = st
 	return nil
+}
+
+func appendSources(b []byte, srcs []SourceState) []byte {
+	b = binary.AppendUvarint(b, uint64(len(srcs)))
+	for _, src := range srcs {
+		b = appendString(b, src.Name)
+		b = appendBool(b, src.HasEventTime)
+		b = binary.AppendVarint(b, src.MaxEventTime)
+		b = binary.AppendVarint(b, src.LastSeen)
+	}
+	return b
+}
+
+// appendResult encodes one open (window, key) aggregate: varints for the
+// window and counts, the key's bytes, the four floats as raw bits (NaN and
+// the compensation survive exactly).
+func appendResult(b []byte, r tidemark.Result) []byte {
+	b = binary.AppendVarint(b, r.Window.Start)
+	b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
+	b = appendString(b, string(r.Key))
+	b = binary.AppendVarint(b, r.Agg.Count)
+	b = binary.AppendVarint(b, r.Agg.Values)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Comp))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
+}
+
+// minResultBytes is the smallest encoding appendResult writes.
+const minResultBytes = 29
+
+func (d *decoder) sources() []SourceState {
+	n := d.count(4)
+	srcs := make([]SourceState, 0, n)
+	for range n {
+		var src SourceState
+		src.Name = d.string()
+		src.HasEventTime = d.bool()
+		src.MaxEventTime = d.varint()
+		src.LastSeen = d.varint()
+		srcs = append(srcs, src)
+	}
+	return srcs
+}
+
+func (d *decoder) result() tidemark.Result {
+	var r tidemark.Result
+	r.Window.Start = d.varint()
+	r.Window.End = r.Window.Start + d.varint()
+	r.Key = tidemark.Key(d.string())
+	r.Agg.Count = d.varint()
+	r.Agg.Values = d.varint()
+	r.Agg.Sum = math.Float64frombits(d.uint64())
+	r.Agg.Comp = math.Float64frombits(d.uint64())
+	r.Agg.Min = math.Float64frombits(d.uint64())
+	r.Agg.Max = math.Float64frombits(d.uint64())
+	return r
 }
 
 func appendBool(b []byte, v bool) []byte {
