@@ -28,7 +28,8 @@ import (
 // Only the newest few offsets and commits entries are kept, and only the
 // state files the last commit needs, so it does not grow with history.
 type checkpoint struct {
-	st store.Store
+	st            store.Store
+	maxChangelogs int // changelogs between snapshots at most; 0 = maxChangelogs (tests set it lower)
 
 	chain    *stateRef // the state chain of the last commit; nil before any
 	obsolete []string  // state files of chains no commit needs, for cleanup

@@ -56,7 +56,11 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 	prev := c.chain
 	var data []byte
 	var err error
-	snapshot := override != nil || prev == nil || prev.Changelogs >= maxChangelogs
+	limit := c.maxChangelogs
+	if limit <= 0 {
+		limit = maxChangelogs
+	}
+	snapshot := override != nil || prev == nil || prev.Changelogs >= limit
 	if !snapshot {
 		if data, err = eng.Changes().MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("encode the changelog of batch %d: %w", id, err)
