@@ -437,7 +437,65 @@ func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
 		e.seqs = append(e.seqs, b.seq)
 	}
 	e.buckets = slices.Delete(e.buckets, 0, n)
+	if n > 0 {
+		e.compact()
+	}
 	return out
+}
+
+// compactMin is the slab size below which compact never bothers.
+const compactMin = 4096
+
+// compact rebuilds the state's containers when closing has left them
+// mostly empty (under a quarter of the slab open). Go maps and slices never
+// shrink, so without it a burst of keys (a backfill, a spike of users)
+// would hold its peak memory for the rest of the run. The rebuild costs
+// O(open pairs) and happens only after three quarters of the slab closed,
+// so it is paid for by those closes.
+func (e *Engine) compact() {
+	open := len(e.index)
+	if len(e.slots) < compactMin || open > len(e.slots)/4 {
+		return
+	}
+	remap := make([]int32, len(e.slots)) // old slot index -> new
+	keyRemap := make([]int32, len(e.keys))
+	for i := range keyRemap {
+		keyRemap[i] = -1
+	}
+	slots := make([]slot, 0, open)
+	keys := make([]keyEntry, 0, len(e.keyIDs))
+	keyIDs := make(map[tidemark.Key]int32, len(e.keyIDs))
+	index := make(map[uint64]int32, open)
+	for bi := range e.buckets {
+		b := &e.buckets[bi]
+		list := make([]int32, 0, len(b.slots))
+		for _, idx := range b.slots {
+			s := e.slots[idx]
+			kid := keyRemap[s.key]
+			if kid < 0 {
+				kid = int32(len(keys))
+				key := e.keys[s.key].key
+				keys = append(keys, keyEntry{key: key})
+				keyIDs[key] = kid
+				keyRemap[s.key] = kid
+			}
+			keys[kid].refs++
+			s.key = kid
+			n := int32(len(slots))
+			remap[idx] = n
+			index[slotID(b.seq, kid)] = n
+			list = append(list, n)
+			slots = append(slots, s)
+		}
+		b.slots = list
+	}
+	for i, c := range e.changed {
+		if !e.closes(c.start) {
+			e.changed[i].idx = remap[c.idx]
+		}
+	}
+	e.slots, e.keys, e.keyIDs, e.index = slots, keys, keyIDs, index
+	e.free, e.freeKeys, e.spare = nil, nil, nil
 }
 
 // Approximate memory per open (window, key): the slot (56 B with the
