@@ -113,6 +113,17 @@ func (k Key) Compare(other Key) int {
 	}
 	a, b := string(k), string(other)
 	for {
+		// Fast path: two values shorter than 128 bytes (a one-byte length).
+		if len(a) >= 2 && len(b) >= 2 && a[0] == 1 && b[0] == 1 && a[1] < 0x80 && b[1] < 0x80 {
+			na, nb := 2+int(a[1]), 2+int(b[1])
+			if na <= len(a) && nb <= len(b) {
+				if c := strings.Compare(a[2:na], b[2:nb]); c != 0 {
+					return c
+				}
+				a, b = a[na:], b[nb:]
+				continue
+			}
+		}
 		pa, ra, oka := nextPart(a)
 		pb, rb, okb := nextPart(b)
 		switch {

@@ -69,11 +69,9 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 	}
 	ref := &stateRef{Snapshot: id}
 	if snapshot {
-		st := override
-		if st == nil {
-			st = eng.State()
-		}
-		if data, err = st.MarshalBinary(); err != nil {
+		if override == nil {
+			data = eng.MarshalSnapshot()
+		} else if data, err = override.MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
 		}
 		ref.File, ref.SnapshotBytes = snapshotKey(id), int64(len(data))

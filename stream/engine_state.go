@@ -127,6 +127,32 @@ func (s *State) MarshalBinary() ([]byte, error) {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// MarshalSnapshot encodes the engine's state in State's encoding, straight
+// from the engine: no copy of the state and no sort (open pairs come by
+// window, and within a window in the engine's own order, which
+// UnmarshalBinary and New accept). It is how the checkpoint writes
+// snapshots; State is for callers that want the canonical, sorted form.
+func (e *Engine) MarshalSnapshot() []byte {
+	open := len(e.index)
+	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, len(e.keyIDs))))))
+	b = append(b, stateMagic...)
+	b = binary.AppendVarint(b, e.cfg.Window.Size)
+	b = binary.AppendVarint(b, e.cfg.Window.Slide)
+	b = appendBool(b, e.hasW)
+	b = binary.AppendVarint(b, e.w)
+	b = appendSources(b, e.sourceStates(nil))
+	b = binary.AppendUvarint(b, uint64(open))
+	size := e.cfg.Window.Size
+	for _, bk := range e.buckets {
+		win := tidemark.Window{Start: bk.start, End: bk.start + size}
+		for _, idx := range bk.slots {
+			s := &e.slots[idx]
+			b = appendResult(b, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
+		}
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
 // UnmarshalBinary decodes what MarshalBinary wrote, replacing s. It checks
 // the magic, the checksum and every length, so a damaged checkpoint is an
 // error and never a panic.
