@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -260,4 +261,36 @@ func (cs *committedState) State() (*State, error) {
 		return nil, err
 	}
 	return e.State(), nil
+}
+
+// committedBatch is the latest committed batch of a checkpoint, as a
+// restart resumes from it.
+type committedBatch struct {
+	BatchID   int64                      // -1: nothing committed yet
+	End       map[string]json.RawMessage // per source, the position after the batch
+	Watermark *int64                     // nil before any watermark
+	State     *State                     // the engine state, snapshot and changelogs folded (sorted)
+	Pending   *offsetsEntry              // a batch logged after it and not committed (a restart replays it)
+}
+
+// latestCommitted reads, without changing anything, the latest committed
+// batch of the checkpoint in st: the one function inspection (and anything
+// else outside the runner) should use to see "the state and positions a
+// restart would resume from". Damaged entries are errors naming the file,
+// recovered as a restart would when that is provably safe.
+func latestCommitted(ctx context.Context, st store.Store) (committedBatch, error) {
+	ck := &checkpoint{st: st}
+	rec, err := ck.recover(ctx)
+	if err != nil {
+		return committedBatch{BatchID: -1}, err
+	}
+	out := committedBatch{BatchID: -1, Pending: rec.pending}
+	if rec.commit == nil {
+		return out, nil
+	}
+	out.BatchID, out.End, out.Watermark = rec.commit.BatchID, rec.commit.End, rec.commit.Watermark
+	if out.State, err = rec.state.State(); err != nil {
+		return out, fmt.Errorf("checkpoint %s: engine state of batch %d: %w", st, rec.commit.BatchID, err)
+	}
+	return out, nil
 }
