@@ -79,7 +79,7 @@ func (e *Engine) Apply(c *Changes) error {
 			return fmt.Errorf("stream: changelog window %v is closed by its own watermark %d", r.Window, e.w)
 		}
 		pos, found := e.findBucket(r.Window.Start, 0)
-		kid, known := e.keyIDs[r.Key]
+		kid, known := e.keyIDs.get(e.keys, r.Key)
 		idx := int32(-1)
 		if found && known {
 			if i, ok := e.index[slotID(e.buckets[pos].seq, kid)]; ok {

@@ -134,7 +134,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // snapshots; State is for callers that want the canonical, sorted form.
 func (e *Engine) MarshalSnapshot() []byte {
 	open := len(e.index)
-	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, len(e.keyIDs))))))
+	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, e.keyIDs.Len())))))
 	b = append(b, stateMagic...)
 	b = binary.AppendVarint(b, e.cfg.Window.Size)
 	b = binary.AppendVarint(b, e.cfg.Window.Slide)
