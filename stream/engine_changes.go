@@ -82,7 +82,7 @@ func (e *Engine) Apply(c *Changes) error {
 		kid, known := e.keyIDs.get(e.keys, r.Key)
 		idx := int32(-1)
 		if found && known {
-			if i, ok := e.index[slotID(e.buckets[pos].seq, kid)]; ok {
+			if i, ok := e.index.get(e.slots, e.buckets[pos].seq, kid); ok {
 				idx = i
 			}
 		}
@@ -94,7 +94,7 @@ func (e *Engine) Apply(c *Changes) error {
 		}
 		e.slots[idx].agg = r.Agg
 	}
-	e.changed = e.changed[:0]
+	e.resetChanged()
 	return nil
 }
 

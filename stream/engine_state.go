@@ -38,7 +38,7 @@ func (e *Engine) State() *State {
 		Watermark:    e.w,
 		HasWatermark: e.hasW,
 		Sources:      make([]SourceState, 0, len(e.sources)),
-		Open:         make([]tidemark.Result, 0, len(e.index)),
+		Open:         make([]tidemark.Result, 0, e.index.Len()),
 	}
 	st.Sources = e.sourceStates(st.Sources)
 	for _, b := range e.buckets {
@@ -93,7 +93,7 @@ func (e *Engine) load(st *State) error {
 		pos, found := e.findBucket(r.Window.Start, 0)
 		kid := e.internKey(r.Key)
 		if found {
-			if _, dup := e.index[slotID(e.buckets[pos].seq, kid)]; dup {
+			if _, dup := e.index.get(e.slots, e.buckets[pos].seq, kid); dup {
 				return fmt.Errorf("open window %v key %s listed twice", r.Window, r.Key)
 			}
 		}
@@ -133,7 +133,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // UnmarshalBinary and New accept). It is how the checkpoint writes
 // snapshots; State is for callers that want the canonical, sorted form.
 func (e *Engine) MarshalSnapshot() []byte {
-	open := len(e.index)
+	open := e.index.Len()
 	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, e.keyIDs.Len())))))
 	b = append(b, stateMagic...)
 	b = binary.AppendVarint(b, e.cfg.Window.Size)

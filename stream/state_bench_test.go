@@ -140,8 +140,8 @@ func BenchmarkStateBytesPerUser(b *testing.B) {
 		keys = nil
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		if len(e.index) != n {
-			b.Fatalf("got %d open pairs, want %d", len(e.index), n)
+		if e.index.Len() != n {
+			b.Fatalf("got %d open pairs, want %d", e.index.Len(), n)
 		}
 		perPair = float64(after.HeapAlloc-before.HeapAlloc) / n
 		estimate = float64(e.stateBytes()) / n
