@@ -120,11 +120,11 @@ func (c *checkpoint) latest(ctx context.Context, dir string) (int64, error) {
 func (c *checkpoint) read(ctx context.Context, key string, v any) error {
 	data, err := store.ReadAll(ctx, c.st, key)
 	if err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", key, err)
+		return fmt.Errorf("read checkpoint %s: %w", c.describe(key), err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("checkpoint %s is corrupt: %w", key, err)
+		return &corruptError{key: c.describe(key), err: err}
 	}
 	return nil
 }

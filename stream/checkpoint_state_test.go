@@ -278,6 +278,17 @@ func TestCheckpointDamage(t *testing.T) {
 			t.Fatal("the state after replaying the damaged batch differs")
 		}
 	})
+	t.Run("pending write-ahead entry", func(t *testing.T) {
+		h, root := setup(t)
+		name := batchKey("offsets", 8)
+		if err := os.WriteFile(filepath.Join(root, name), []byte(`{"batch_id":8,`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := (&checkpoint{st: h.st}).recover(ctx)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("got %v, want an error naming %s", err, name)
+		}
+	})
 	t.Run("last state file", func(t *testing.T) {
 		h, root := setup(t)
 		want, _ := h.eng.State().MarshalBinary()
