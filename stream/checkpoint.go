@@ -285,5 +285,9 @@ func (r recovered) engine(cfg Config) (*Engine, error) {
 	if r.state == nil {
 		return New(cfg, nil)
 	}
-	return r.state.engine(cfg)
+	e, err := r.state.engine(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint engine state of batch %d: %w", r.commit.BatchID, err)
+	}
+	return e, nil
 }

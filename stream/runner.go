@@ -175,7 +175,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		}
 	}
 	if r.engine, err = rec.engine(cfg.Engine); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: engine state: %w", cfg.Checkpoint, err)
+		return nil, err
 	}
 	if rec.pending != nil {
 		// The previous run logged this batch and died before committing it:
