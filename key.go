@@ -1,7 +1,6 @@
 package tidemark
 
 import (
-	"cmp"
 	"encoding/binary"
 	"strings"
 )
@@ -46,22 +45,49 @@ func AppendKeyPart(dst []byte, value string, null bool) []byte {
 // as far as it is well formed.
 func (k Key) Parts() []KeyPart {
 	var parts []KeyPart
-	s := string(k)
-	for len(s) > 0 {
-		if s[0] == 0 {
-			parts = append(parts, KeyPart{Null: true})
-			s = s[1:]
-			continue
-		}
-		n, w := binary.Uvarint([]byte(s[1:min(len(s), 11)]))
-		if w <= 0 || uint64(len(s)-1-w) < n {
+	for s := string(k); ; {
+		var p KeyPart
+		var ok bool
+		if p, s, ok = nextPart(s); !ok {
 			return parts
 		}
-		start := 1 + w
-		parts = append(parts, KeyPart{Value: s[start : start+int(n)]})
-		s = s[start+int(n):]
+		parts = append(parts, p)
 	}
-	return parts
+}
+
+// nextPart decodes the first part of the encoding s and returns the rest;
+// ok is false at the end of s or where s is malformed. It allocates
+// nothing: the part's value is a substring of s.
+func nextPart(s string) (p KeyPart, rest string, ok bool) {
+	if len(s) == 0 {
+		return p, s, false
+	}
+	if s[0] == 0 {
+		return KeyPart{Null: true}, s[1:], true
+	}
+	var n uint64
+	var shift uint
+	i := 1
+	for ; ; i++ {
+		if i == len(s) || i > 10 {
+			return p, s, false
+		}
+		c := s[i]
+		if i == 10 && c > 1 {
+			return p, s, false // overflows 64 bits, as binary.Uvarint rejects
+		}
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
+		shift += 7
+	}
+	start := i + 1
+	if uint64(len(s)-start) < n {
+		return p, s, false
+	}
+	end := start + int(n)
+	return KeyPart{Value: s[start:end]}, s[end:], true
 }
 
 // String renders the key for logs and tables: parts joined by "|", null as ∅.
@@ -79,68 +105,44 @@ func (k Key) String() string {
 }
 
 // Compare orders keys part by part, null first, then by value: the order
-// results are printed and stored in.
+// results are printed and stored in. It decodes in place and allocates
+// nothing, so sorting emitted windows costs only comparisons.
 func (k Key) Compare(other Key) int {
 	if k == other {
 		return 0
 	}
-	// Walk both encodings part by part, without decoding them into slices:
-	// sorting the windows a watermark jump closes compares keys millions
-	// of times.
 	a, b := string(k), string(other)
 	for {
-		va, na, ra, oka := nextPart(a)
-		vb, nb, rb, okb := nextPart(b)
+		// Fast path: two values shorter than 128 bytes (a one-byte length).
+		if len(a) >= 2 && len(b) >= 2 && a[0] == 1 && b[0] == 1 && a[1] < 0x80 && b[1] < 0x80 {
+			na, nb := 2+int(a[1]), 2+int(b[1])
+			if na <= len(a) && nb <= len(b) {
+				if c := strings.Compare(a[2:na], b[2:nb]); c != 0 {
+					return c
+				}
+				a, b = a[na:], b[nb:]
+				continue
+			}
+		}
+		pa, ra, oka := nextPart(a)
+		pb, rb, okb := nextPart(b)
 		switch {
-		case !oka || !okb:
-			return cmp.Compare(btoi(oka), btoi(okb))
-		case na && nb:
-		case na:
+		case !oka && !okb:
+			return 0
+		case !oka:
 			return -1
-		case nb:
+		case !okb:
+			return 1
+		case pa.Null && pb.Null:
+		case pa.Null:
+			return -1
+		case pb.Null:
 			return 1
 		default:
-			if c := strings.Compare(va, vb); c != 0 {
+			if c := strings.Compare(pa.Value, pb.Value); c != 0 {
 				return c
 			}
 		}
 		a, b = ra, rb
 	}
-}
-
-// nextPart decodes the first part of an encoded key as Parts does; ok is
-// false at the end or where the encoding is malformed.
-func nextPart(s string) (value string, null bool, rest string, ok bool) {
-	if len(s) == 0 {
-		return "", false, "", false
-	}
-	if s[0] == 0 {
-		return "", true, s[1:], true
-	}
-	var n uint64
-	w := 0
-	for i := 1; i < min(len(s), 11); i++ { // binary.Uvarint on a string, without the copy
-		c := s[i]
-		if c < 0x80 {
-			if i == 10 && c > 1 {
-				return "", false, "", false
-			}
-			n |= uint64(c) << (7 * (i - 1))
-			w = i
-			break
-		}
-		n |= uint64(c&0x7f) << (7 * (i - 1))
-	}
-	if w == 0 || uint64(len(s)-1-w) < n {
-		return "", false, "", false
-	}
-	start := 1 + w
-	return s[start : start+int(n)], false, s[start+int(n):], true
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -22,11 +22,18 @@ import (
 //
 //	metadata.json        the stream id (the lake's txn appId), written once
 //	offsets/<batch>.json  write-ahead: a batch's input ranges, before it is processed
-//	commits/<batch>.json  after the lake commits: end positions and engine state
+//	state/<batch>.*       the engine state after the batch: snapshot or changelog (checkpoint_state.go)
+//	commits/<batch>.json  after the lake commits: end positions and where the state is
 //
-// Only the newest few entries are kept, so it does not grow with history.
+// Only the newest few offsets and commits entries are kept, and only the
+// state files the last commit needs, so it does not grow with history.
 type checkpoint struct {
-	st store.Store
+	st            store.Store
+	maxChangelogs int // changelogs between snapshots at most; 0 = maxChangelogs (tests set it lower)
+
+	chain    *stateRef // the state chain of the last commit; nil before any
+	obsolete []string  // state files of chains no commit needs, for cleanup
+	written  int64     // bytes written since takeWritten
 }
 
 // checkpointMeta is metadata.json.
@@ -49,7 +56,8 @@ type offsetsEntry struct {
 type commitEntry struct {
 	BatchID   int64                      `json:"batch_id"`
 	End       map[string]json.RawMessage `json:"end"`
-	Engine    []byte                     `json:"engine"` // Engine.State().MarshalBinary
+	State     *stateRef                  `json:"state,omitempty"`
+	Engine    []byte                     `json:"engine,omitempty"` // the whole state, inline: checkpoints written before state/ existed
 	Watermark *int64                     `json:"watermark,omitempty"`
 }
 
@@ -112,11 +120,11 @@ func (c *checkpoint) latest(ctx context.Context, dir string) (int64, error) {
 func (c *checkpoint) read(ctx context.Context, key string, v any) error {
 	data, err := store.ReadAll(ctx, c.st, key)
 	if err != nil {
-		return fmt.Errorf("read checkpoint %s: %w", key, err)
+		return fmt.Errorf("read checkpoint %s: %w", c.describe(key), err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("checkpoint %s is corrupt: %w", key, err)
+		return &corruptError{key: c.describe(key), err: err}
 	}
 	return nil
 }
@@ -126,34 +134,71 @@ func (c *checkpoint) write(ctx context.Context, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := c.st.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
-		return fmt.Errorf("write checkpoint %s: %w", key, err)
+	return c.put(ctx, key, data)
+}
+
+// commit records a batch whose lake commits are done: its state file, then
+// its commit entry (the commit point). state overrides the engine's state
+// (the drain batch).
+func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng *Engine, state *State) error {
+	ref, err := c.saveState(ctx, batchID, eng, state)
+	if err != nil {
+		return err
 	}
+	entry := commitEntry{BatchID: batchID, End: end, State: ref}
+	w, hasW := eng.w, eng.hasW
+	if state != nil {
+		w, hasW = state.Watermark, state.HasWatermark
+	}
+	if hasW {
+		entry.Watermark = &w
+	}
+	if err := c.write(ctx, batchKey("commits", batchID), entry); err != nil {
+		return err
+	}
+	c.committed(batchID, ref)
 	return nil
 }
 
 // recovered is what a restart finds in the checkpoint.
 type recovered struct {
-	commit  *commitEntry  // the last committed batch, nil on a fresh start
-	pending *offsetsEntry // a batch logged but not committed: replay it first
+	commit  *commitEntry    // the last committed batch, nil on a fresh start
+	state   *committedState // its engine state; nil with commit
+	pending *offsetsEntry   // a batch logged but not committed: replay it first
 }
 
-// recover reads the newest commit and any batch logged after it.
+// recover reads the newest commit, its engine state and any batch logged
+// after it. It is also how the checkpoint is inspected: it only reads.
+//
+// When the newest commit entry or the state file it names is damaged, and
+// the batch's write-ahead entry and the previous commit with its whole state
+// chain are intact, that batch is recovered as if the crash had come just
+// before its commit entry: it is replayed from its logged input, and the
+// lake skips the table commits it already holds. That is provably the state
+// the damaged entry recorded. Otherwise the error names the damaged file.
 func (c *checkpoint) recover(ctx context.Context) (recovered, error) {
 	var r recovered
 	lastCommit, err := c.latest(ctx, "commits")
 	if err != nil {
 		return r, err
 	}
-	if lastCommit >= 0 {
-		r.commit = new(commitEntry)
-		if err := c.read(ctx, batchKey("commits", lastCommit), r.commit); err != nil {
-			return r, err
-		}
-	}
 	lastOffsets, err := c.latest(ctx, "offsets")
 	if err != nil {
 		return r, err
+	}
+	if lastCommit >= 0 {
+		r.commit, r.state, err = c.loadCommit(ctx, lastCommit)
+		var bad *corruptError
+		if errors.As(err, &bad) && lastOffsets == lastCommit && lastCommit > 0 {
+			prev, prevState, prevErr := c.loadCommit(ctx, lastCommit-1)
+			if prevErr == nil {
+				r.commit, r.state, err = prev, prevState, nil
+				lastCommit--
+			}
+		}
+		if err != nil {
+			return r, err
+		}
 	}
 	if lastOffsets > lastCommit {
 		if lastOffsets != lastCommit+1 {
@@ -167,10 +212,45 @@ func (c *checkpoint) recover(ctx context.Context) (recovered, error) {
 	return r, nil
 }
 
+// loadCommit reads commit id and its engine state, and makes its chain the
+// checkpoint's current one.
+func (c *checkpoint) loadCommit(ctx context.Context, id int64) (*commitEntry, *committedState, error) {
+	key := batchKey("commits", id)
+	data, err := store.ReadAll(ctx, c.st, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read checkpoint %s: %w", c.describe(key), err)
+	}
+	entry := new(commitEntry)
+	if err := json.Unmarshal(data, entry); err != nil || entry.BatchID != id {
+		if err == nil {
+			err = fmt.Errorf("it holds batch %d", entry.BatchID)
+		}
+		return nil, nil, &corruptError{key: c.describe(key), err: err}
+	}
+	if entry.State == nil {
+		if entry.Engine == nil {
+			return nil, nil, &corruptError{key: c.describe(key), err: errors.New("no engine state")}
+		}
+		st := new(State) // written before state/ existed: the whole state inline
+		if err := st.UnmarshalBinary(entry.Engine); err != nil {
+			return nil, nil, &corruptError{key: c.describe(key), err: err}
+		}
+		c.chain = nil // the next batch writes a snapshot
+		return entry, &committedState{snapshot: st}, nil
+	}
+	cs, err := c.loadState(ctx, id, entry.State)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.chain = entry.State
+	return entry, cs, nil
+}
+
 // cleanup deletes the entries that batch upTo pushed out of the newest
-// keepEntries: one per log, no listing on the batch path.
+// keepEntries, one per log, and the state files of a chain its snapshot
+// replaced: no listing on the batch path.
 func (c *checkpoint) cleanup(ctx context.Context, upTo int64) error {
-	var errs []error
+	errs := []error{c.deleteObsolete(ctx)}
 	for _, dir := range []string{"offsets", "commits"} {
 		if id := upTo - keepEntries; id >= 0 {
 			errs = append(errs, c.st.Delete(ctx, batchKey(dir, id)))
@@ -180,9 +260,10 @@ func (c *checkpoint) cleanup(ctx context.Context, upTo int64) error {
 }
 
 // sweep deletes every entry older than the newest keepEntries below upTo,
-// including those a crash kept cleanup from deleting; run at start.
+// including those a crash kept cleanup from deleting, and every state file
+// commit upTo does not need; run at start, after recover.
 func (c *checkpoint) sweep(ctx context.Context, upTo int64) error {
-	var errs []error
+	errs := []error{c.sweepState(ctx, upTo)}
 	for _, dir := range []string{"offsets", "commits"} {
 		ids, err := c.batchIDs(ctx, dir)
 		if err != nil {
@@ -196,4 +277,17 @@ func (c *checkpoint) sweep(ctx context.Context, upTo int64) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// engine builds the engine a restart resumes with: the committed state, or
+// a fresh one.
+func (r recovered) engine(cfg Config) (*Engine, error) {
+	if r.state == nil {
+		return New(cfg, nil)
+	}
+	e, err := r.state.engine(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint engine state of batch %d: %w", r.commit.BatchID, err)
+	}
+	return e, nil
 }

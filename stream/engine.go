@@ -34,11 +34,11 @@ type Engine struct {
 
 	sources map[string]*source
 
-	keyIDs   map[tidemark.Key]int32 // keys of open slots -> index into keys
+	keyIDs   keyTable // keys of open slots -> index into keys
 	keys     []keyEntry
 	freeKeys []int32
 
-	index   map[uint64]int32 // slotID(bucket seq, key id) -> index into slots
+	index   slotTable // (bucket seq, key id) -> index into slots
 	slots   []slot
 	free    []int32  // indices of freed slots, reused first
 	buckets []bucket // open window starts, ascending, each with its slots
@@ -46,8 +46,7 @@ type Engine struct {
 	seqs    []uint32 // freed bucket sequence numbers
 	nextSeq uint32
 
-	epoch    uint32       // Process call counter, for update-mode change tracking
-	changed  []changedRef // slots changed in this batch (update mode)
+	changed  []changedRef // slots changed in this batch: update-mode output and the changelog
 	wins     []tidemark.Window
 	keyBytes int64
 }
@@ -58,18 +57,21 @@ type keyEntry struct {
 }
 
 type slot struct {
-	agg   tidemark.Agg
-	key   int32  // key id
-	epoch uint32 // the last batch that changed agg
+	agg  tidemark.Agg
+	key  int32  // key id
+	seqf uint32 // the window's bucket sequence number, and changedBit
 }
+
+// changedBit in slot.seqf marks a slot listed in Engine.changed.
+const changedBit = 1 << 31
+
+func (s *slot) seq() uint32 { return s.seqf &^ changedBit }
 
 type bucket struct {
 	start int64
 	seq   uint32
 	slots []int32
 }
-
-func slotID(seq uint32, key int32) uint64 { return uint64(seq)<<32 | uint64(uint32(key)) }
 
 type changedRef struct {
 	start int64
@@ -132,8 +134,7 @@ func New(cfg Config, st *State) (*Engine, error) {
 		cfg:     cfg,
 		w:       tidemark.MinTime,
 		sources: make(map[string]*source),
-		keyIDs:  make(map[tidemark.Key]int32),
-		index:   make(map[uint64]int32),
+		keyIDs:  newKeyTable(),
 	}
 	if st != nil {
 		if err := e.load(st); err != nil {
@@ -157,8 +158,7 @@ func New(cfg Config, st *State) (*Engine, error) {
 // count in its open windows; marking it late anyway means reconcile finds
 // every window the stream got wrong.
 func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
-	e.nextEpoch()
-	e.changed = e.changed[:0]
+	e.resetChanged()
 	nowNs := now.UnixNano()
 
 	var res BatchResult
@@ -219,7 +219,7 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 // Drain moves W to +infinity and emits every open window, final (the
 // --once --drain backfill). W stays there: later records are all late.
 func (e *Engine) Drain() BatchResult {
-	e.nextEpoch()
+	e.resetChanged()
 	e.w, e.hasW = tidemark.MaxTime, true
 	var res BatchResult
 	res.Emitted = e.closeUpTo(e.w, nil)
@@ -231,7 +231,7 @@ func (e *Engine) Drain() BatchResult {
 func (e *Engine) finish(res *BatchResult) {
 	slices.SortFunc(res.Emitted, compareResults)
 	res.Watermark, res.HasWatermark = e.w, e.hasW
-	res.OpenWindows = len(e.index)
+	res.OpenWindows = e.index.Len()
 	res.StateBytes = e.stateBytes()
 }
 
@@ -256,16 +256,15 @@ func (e *Engine) source(name string) *source {
 	return s
 }
 
-// nextEpoch starts a batch for change tracking. On the (theoretical)
-// wrap of the counter every slot is reset, so no change is missed.
-func (e *Engine) nextEpoch() {
-	e.epoch++
-	if e.epoch == 0 {
-		for i := range e.slots {
-			e.slots[i].epoch = 0
+// resetChanged starts a batch for change tracking: the slots the previous
+// one changed lose their mark (closed ones were cleared when freed).
+func (e *Engine) resetChanged() {
+	for _, c := range e.changed {
+		if !e.closes(c.start) {
+			e.slots[c.idx].seqf &^= changedBit
 		}
-		e.epoch = 1
 	}
+	e.changed = e.changed[:0]
 }
 
 // add folds a valid record into its open windows and reports whether the
@@ -275,7 +274,7 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		return true
 	}
 	e.wins = e.cfg.Window.Assign(e.wins[:0], r.EventTime)
-	kid, known := e.keyIDs[r.Key]
+	kid, known := e.keyIDs.get(e.keys, r.Key)
 	pos := 0
 	for _, win := range e.wins {
 		if e.hasW && win.End <= e.w {
@@ -286,7 +285,7 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		pos, found = e.findBucket(win.Start, pos)
 		var idx int32
 		if found && known {
-			idx, found = e.index[slotID(e.buckets[pos].seq, kid)]
+			idx, found = e.index.get(e.slots, e.buckets[pos].seq, kid)
 		} else {
 			found = false
 		}
@@ -298,11 +297,9 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		}
 		s := &e.slots[idx]
 		s.agg.Add(r.Value, r.HasValue)
-		if s.epoch != e.epoch {
-			s.epoch = e.epoch
-			if e.cfg.OutputMode == Update {
-				e.changed = append(e.changed, changedRef{start: win.Start, idx: idx})
-			}
+		if s.seqf&changedBit == 0 {
+			s.seqf |= changedBit
+			e.changed = append(e.changed, changedRef{start: win.Start, idx: idx})
 		}
 		pos++ // the next window starts later
 	}
@@ -327,7 +324,7 @@ func (e *Engine) findBucket(start int64, hint int) (int, bool) {
 
 // internKey returns the id of key, making one.
 func (e *Engine) internKey(key tidemark.Key) int32 {
-	if id, ok := e.keyIDs[key]; ok {
+	if id, ok := e.keyIDs.get(e.keys, key); ok {
 		return id
 	}
 	var id int32
@@ -339,7 +336,7 @@ func (e *Engine) internKey(key tidemark.Key) int32 {
 		e.keys = append(e.keys, keyEntry{})
 	}
 	e.keys[id] = keyEntry{key: key}
-	e.keyIDs[key] = id
+	e.keyIDs.put(e.keys, key, id)
 	e.keyBytes += int64(len(key))
 	return id
 }
@@ -350,7 +347,7 @@ func (e *Engine) releaseKey(id int32) {
 	if k.refs--; k.refs > 0 {
 		return
 	}
-	delete(e.keyIDs, k.key)
+	e.keyIDs.del(k.key, id)
 	e.keyBytes -= int64(len(k.key))
 	*k = keyEntry{}
 	e.freeKeys = append(e.freeKeys, id)
@@ -383,11 +380,11 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 		idx = int32(len(e.slots))
 		e.slots = append(e.slots, slot{})
 	}
-	e.slots[idx] = slot{key: kid}
-	e.keys[kid].refs++
 	b := &e.buckets[pos]
+	e.slots[idx] = slot{key: kid, seqf: b.seq}
+	e.keys[kid].refs++
 	b.slots = append(b.slots, idx)
-	e.index[slotID(b.seq, kid)] = idx
+	e.index.put(e.slots, idx)
 	return idx
 }
 
@@ -457,7 +454,7 @@ func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
 		for _, idx := range b.slots {
 			s := &e.slots[idx]
 			out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
-			delete(e.index, slotID(b.seq, s.key))
+			e.index.del(e.slots, idx)
 			e.releaseKey(s.key)
 			*s = slot{}
 			e.free = append(e.free, idx)
@@ -466,22 +463,84 @@ func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
 		e.seqs = append(e.seqs, b.seq)
 	}
 	e.buckets = slices.Delete(e.buckets, 0, n)
+	if n > 0 {
+		e.compact()
+	}
 	return out
 }
 
+// compactMin is the slab size below which compact never bothers.
+const compactMin = 4096
+
+// compact rebuilds the state's containers when closing has left them
+// mostly empty (under a quarter of the slab open). Go maps and slices never
+// shrink, so without it a burst of keys (a backfill, a spike of users)
+// would hold its peak memory for the rest of the run. The rebuild costs
+// O(open pairs) and happens only after three quarters of the slab closed,
+// so it is paid for by those closes.
+func (e *Engine) compact() {
+	open := e.index.Len()
+	if len(e.slots) < compactMin || open > len(e.slots)/4 {
+		return
+	}
+	remap := make([]int32, len(e.slots)) // old slot index -> new
+	keyRemap := make([]int32, len(e.keys))
+	for i := range keyRemap {
+		keyRemap[i] = -1
+	}
+	slots := make([]slot, 0, open)
+	keys := make([]keyEntry, 0, e.keyIDs.Len())
+	keyIDs := keyTable{seed: e.keyIDs.seed}
+	keyIDs.reset(e.keyIDs.Len())
+	var index slotTable
+	index.rehash(nil, open)
+	for bi := range e.buckets {
+		b := &e.buckets[bi]
+		list := make([]int32, 0, len(b.slots))
+		for _, idx := range b.slots {
+			s := e.slots[idx]
+			kid := keyRemap[s.key]
+			if kid < 0 {
+				kid = int32(len(keys))
+				key := e.keys[s.key].key
+				keys = append(keys, keyEntry{key: key})
+				keyIDs.put(keys, key, kid)
+				keyRemap[s.key] = kid
+			}
+			keys[kid].refs++
+			s.key = kid
+			n := int32(len(slots))
+			remap[idx] = n
+			list = append(list, n)
+			slots = append(slots, s)
+			index.put(slots, n)
+		}
+		b.slots = list
+	}
+	for i, c := range e.changed {
+		if !e.closes(c.start) {
+			e.changed[i].idx = remap[c.idx]
+		}
+	}
+	e.slots, e.keys, e.keyIDs, e.index = slots, keys, keyIDs, index
+	e.free, e.freeKeys, e.spare = nil, nil, nil
+}
+
 // Approximate memory per open (window, key): the slot (56 B with the
-// compensated sum), the index entry with its share of control bytes and
-// load-factor slack (~20-28 B) and the bucket list entry (4 B);
-// BenchmarkStateBytes measured ~97 B in all. Per open key: the key table entry (24 B),
-// the intern map entry (~28 B) and the key bytes. BenchmarkStateBytes
-// measures the real figure.
+// compensated sum), its entry in the slot table with load-factor slack
+// (~6-10 B), the bucket list entry (4 B) and slab growth slack. Per open
+// key: the key table entry (24 B) and its slot in the intern table (~6 B),
+// less what the slack estimates leave over, and the key bytes.
+// BenchmarkStateBytes (84 B per pair, 1k keys in 100 windows) and
+// BenchmarkStateBytesPerUser (103 B, a key per pair) measure the real
+// figure; the estimate is within ~10% of both.
 const (
-	bytesPerSlot = 92
-	bytesPerKey  = 52
+	bytesPerSlot = 78
+	bytesPerKey  = 24
 )
 
 func (e *Engine) stateBytes() int64 {
-	return int64(len(e.index))*bytesPerSlot + int64(len(e.keyIDs))*bytesPerKey + e.keyBytes
+	return int64(e.index.Len())*bytesPerSlot + int64(e.keyIDs.Len())*bytesPerKey + e.keyBytes
 }
 
 // eventStats accumulates min, max and mean event time without overflow.

@@ -112,7 +112,7 @@ func BenchmarkStateBytes(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		n := float64(len(e.index))
+		n := float64(e.index.Len())
 		if n != nkeys*nwins {
 			b.Fatalf("got %v open entries, want %d", n, nkeys*nwins)
 		}

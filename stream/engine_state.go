@@ -38,12 +38,9 @@ func (e *Engine) State() *State {
 		Watermark:    e.w,
 		HasWatermark: e.hasW,
 		Sources:      make([]SourceState, 0, len(e.sources)),
-		Open:         make([]tidemark.Result, 0, len(e.index)),
+		Open:         make([]tidemark.Result, 0, e.index.Len()),
 	}
-	for name, s := range e.sources {
-		st.Sources = append(st.Sources, SourceState{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen})
-	}
-	slices.SortFunc(st.Sources, func(a, b SourceState) int { return strings.Compare(a.Name, b.Name) })
+	st.Sources = e.sourceStates(st.Sources)
 	for _, b := range e.buckets {
 		from := len(st.Open)
 		win := tidemark.Window{Start: b.start, End: b.start + e.cfg.Window.Size}
@@ -54,6 +51,16 @@ func (e *Engine) State() *State {
 		slices.SortFunc(st.Open[from:], compareResults)
 	}
 	return st
+}
+
+// sourceStates appends every source's state to dst, sorted by name.
+func (e *Engine) sourceStates(dst []SourceState) []SourceState {
+	from := len(dst)
+	for name, s := range e.sources {
+		dst = append(dst, SourceState{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen})
+	}
+	slices.SortFunc(dst[from:], func(a, b SourceState) int { return strings.Compare(a.Name, b.Name) })
+	return dst
 }
 
 // load replaces the engine's (fresh) state with a copy of st.
@@ -86,7 +93,7 @@ func (e *Engine) load(st *State) error {
 		pos, found := e.findBucket(r.Window.Start, 0)
 		kid := e.internKey(r.Key)
 		if found {
-			if _, dup := e.index[slotID(e.buckets[pos].seq, kid)]; dup {
+			if _, dup := e.index.get(e.slots, e.buckets[pos].seq, kid); dup {
 				return fmt.Errorf("open window %v key %s listed twice", r.Window, r.Key)
 			}
 		}
@@ -110,29 +117,41 @@ func (s *State) MarshalBinary() ([]byte, error) {
 	b = binary.AppendVarint(b, s.Window.Slide)
 	b = appendBool(b, s.HasWatermark)
 	b = binary.AppendVarint(b, s.Watermark)
-	b = binary.AppendUvarint(b, uint64(len(s.Sources)))
-	for _, src := range s.Sources {
-		b = appendString(b, src.Name)
-		b = appendBool(b, src.HasEventTime)
-		b = binary.AppendVarint(b, src.MaxEventTime)
-		b = binary.AppendVarint(b, src.LastSeen)
-	}
+	b = appendSources(b, s.Sources)
 	b = binary.AppendUvarint(b, uint64(len(s.Open)))
 	for _, r := range s.Open {
-		b = binary.AppendVarint(b, r.Window.Start)
-		b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
-		b = appendString(b, string(r.Key))
-		b = binary.AppendVarint(b, r.Agg.Count)
-		b = binary.AppendVarint(b, r.Agg.Values)
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Comp))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
+		b = appendResult(b, r)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// MarshalSnapshot encodes the engine's state in State's encoding, straight
+// from the engine: no copy of the state and no sort (open pairs come by
+// window, and within a window in the engine's own order, which
+// UnmarshalBinary and New accept). It is how the checkpoint writes
+// snapshots; State is for callers that want the canonical, sorted form.
+func (e *Engine) MarshalSnapshot() []byte {
+	open := e.index.Len()
+	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, e.keyIDs.Len())))))
+	b = append(b, stateMagic...)
+	b = binary.AppendVarint(b, e.cfg.Window.Size)
+	b = binary.AppendVarint(b, e.cfg.Window.Slide)
+	b = appendBool(b, e.hasW)
+	b = binary.AppendVarint(b, e.w)
+	b = appendSources(b, e.sourceStates(nil))
+	b = binary.AppendUvarint(b, uint64(open))
+	size := e.cfg.Window.Size
+	for _, bk := range e.buckets {
+		win := tidemark.Window{Start: bk.start, End: bk.start + size}
+		for _, idx := range bk.slots {
+			s := &e.slots[idx]
+			b = appendResult(b, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
+		}
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
 
 // UnmarshalBinary decodes what MarshalBinary wrote, replacing s. It checks
 // the magic, the checksum and every length, so a damaged checkpoint is an
@@ -151,30 +170,11 @@ func (s *State) UnmarshalBinary(data []byte) error {
 	st.Window.Slide = d.varint()
 	st.HasWatermark = d.bool()
 	st.Watermark = d.varint()
-	n := d.count(4)
-	st.Sources = make([]SourceState, 0, n)
-	for range n {
-		var src SourceState
-		src.Name = d.string()
-		src.HasEventTime = d.bool()
-		src.MaxEventTime = d.varint()
-		src.LastSeen = d.varint()
-		st.Sources = append(st.Sources, src)
-	}
-	n = d.count(29)
+	st.Sources = d.sources()
+	n := d.count(minResultBytes)
 	st.Open = make([]tidemark.Result, 0, n)
 	for range n {
-		var r tidemark.Result
-		r.Window.Start = d.varint()
-		r.Window.End = r.Window.Start + d.varint()
-		r.Key = tidemark.Key(d.string())
-		r.Agg.Count = d.varint()
-		r.Agg.Values = d.varint()
-		r.Agg.Sum = math.Float64frombits(d.uint64())
-		r.Agg.Comp = math.Float64frombits(d.uint64())
-		r.Agg.Min = math.Float64frombits(d.uint64())
-		r.Agg.Max = math.Float64frombits(d.uint64())
-		st.Open = append(st.Open, r)
+		st.Open = append(st.Open, d.result())
 	}
 	if d.err != nil {
 		return d.err
@@ -184,6 +184,63 @@ func (s *State) UnmarshalBinary(data []byte) error {
 	}
 	*s = st
 	return nil
+}
+
+func appendSources(b []byte, srcs []SourceState) []byte {
+	b = binary.AppendUvarint(b, uint64(len(srcs)))
+	for _, src := range srcs {
+		b = appendString(b, src.Name)
+		b = appendBool(b, src.HasEventTime)
+		b = binary.AppendVarint(b, src.MaxEventTime)
+		b = binary.AppendVarint(b, src.LastSeen)
+	}
+	return b
+}
+
+// appendResult encodes one open (window, key) aggregate: varints for the
+// window and counts, the key's bytes, the four floats as raw bits (NaN and
+// the compensation survive exactly).
+func appendResult(b []byte, r tidemark.Result) []byte {
+	b = binary.AppendVarint(b, r.Window.Start)
+	b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
+	b = appendString(b, string(r.Key))
+	b = binary.AppendVarint(b, r.Agg.Count)
+	b = binary.AppendVarint(b, r.Agg.Values)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Comp))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
+}
+
+// minResultBytes is the smallest encoding appendResult writes.
+const minResultBytes = 29
+
+func (d *decoder) sources() []SourceState {
+	n := d.count(4)
+	srcs := make([]SourceState, 0, n)
+	for range n {
+		var src SourceState
+		src.Name = d.string()
+		src.HasEventTime = d.bool()
+		src.MaxEventTime = d.varint()
+		src.LastSeen = d.varint()
+		srcs = append(srcs, src)
+	}
+	return srcs
+}
+
+func (d *decoder) result() tidemark.Result {
+	var r tidemark.Result
+	r.Window.Start = d.varint()
+	r.Window.End = r.Window.Start + d.varint()
+	r.Key = tidemark.Key(d.string())
+	r.Agg.Count = d.varint()
+	r.Agg.Values = d.varint()
+	r.Agg.Sum = math.Float64frombits(d.uint64())
+	r.Agg.Comp = math.Float64frombits(d.uint64())
+	r.Agg.Min = math.Float64frombits(d.uint64())
+	r.Agg.Max = math.Float64frombits(d.uint64())
+	return r
 }
 
 func appendBool(b []byte, v bool) []byte {

@@ -309,19 +309,7 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 		return err
 	}
 	r.sum.Emitted += int64(len(res.Emitted))
-	if state == nil {
-		state = r.engine.State()
-	}
-	blob, err := state.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("encode engine state: %w", err)
-	}
-	c := commitEntry{BatchID: entry.BatchID, End: entry.End, Engine: blob}
-	if state.HasWatermark {
-		w := state.Watermark
-		c.Watermark = &w
-	}
-	if err := r.ck.write(ctx, batchKey("commits", entry.BatchID), c); err != nil {
+	if err := r.ck.commit(ctx, entry.BatchID, entry.End, r.engine, state); err != nil {
 		return err
 	}
 	r.sum.Batches++

@@ -28,10 +28,10 @@ func (r *runner) drain(ctx context.Context) error {
 }
 
 func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
-	before := r.engine.State()
+	w, hasW := r.engine.w, r.engine.hasW
 	res := r.engine.Drain()
-	after := r.engine.State()
-	after.Watermark, after.HasWatermark = before.Watermark, before.HasWatermark
+	after := r.engine.State() // empty but for the sources: Drain closed every window
+	after.Watermark, after.HasWatermark = w, hasW
 	for _, e := range res.Emitted {
 		if !after.HasWatermark || e.Window.End > after.Watermark {
 			after.Watermark, after.HasWatermark = e.Window.End, true

@@ -221,6 +221,7 @@ type progress struct {
 	Sources    map[string]sourceProgress `json:"sources,omitempty"`
 	StateRows  int                       `json:"state_rows"`
 	StateBytes int64                     `json:"state_bytes"`
+	CkptBytes  int64                     `json:"checkpoint_bytes"` // written for the batch: write-ahead entry, state file, commit entry
 	Emitted    int                       `json:"windows_emitted"`
 	DurationMs float64                   `json:"duration_ms"`
 	Drain      bool                      `json:"drain,omitempty"`
@@ -243,6 +244,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 		Dropped:     res.Dropped,
 		StateRows:   res.OpenWindows,
 		StateBytes:  res.StateBytes,
+		CkptBytes:   r.ck.takeWritten(),
 		Emitted:     len(res.Emitted),
 		DurationMs:  float64(took.Microseconds()) / 1000,
 		Drain:       entry.Drain,

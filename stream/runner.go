@@ -204,10 +204,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	var state *State
 	resume := map[string]json.RawMessage{}
 	if rec.commit != nil {
-		state = new(State)
-		if err := state.UnmarshalBinary(rec.commit.Engine); err != nil {
-			return nil, fmt.Errorf("checkpoint %s: engine state: %w", cfg.Checkpoint, err)
-		}
+		state = rec.state.snapshot
 		if state.Window != withSlide(cfg.Engine.Window) {
 			return nil, fmt.Errorf("checkpoint %s was written with different windows (%s); use a new --name or --checkpoint", cfg.Checkpoint, describeSpec(state.Window))
 		}
@@ -217,7 +214,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 			cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
 		}
 	}
-	if r.engine, err = New(cfg.Engine, state); err != nil {
+	if r.engine, err = rec.engine(cfg.Engine); err != nil {
 		return nil, err
 	}
 	if rec.pending != nil {

@@ -26,6 +26,7 @@ import (
 // byte offset of every line it completes.
 type crashInput struct {
 	dir   string
+	keys  int // distinct page values, cycled; 0 means 5
 	mu    sync.Mutex
 	lines map[string]bool // "file@offset" -> malformed
 }
@@ -37,6 +38,10 @@ func (in *crashInput) write(ctx context.Context, total int, rng *rand.Rand) erro
 	// depend on batch boundaries (the later file's rows turn late).
 	files := []string{"a/events.ndjson", "b/events.ndjson"}
 	var offsets [2]int64
+	keys := in.keys
+	if keys <= 0 {
+		keys = 5
+	}
 	handles := make([]*os.File, 2)
 	for i, name := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(in.dir, name)), 0o755); err != nil {
@@ -57,7 +62,7 @@ func (in *crashInput) write(ctx context.Context, total int, rng *rand.Rand) erro
 			line = fmt.Sprintf(`{"event_time": "broken %d"`, n)
 		} else {
 			t := base.Add(time.Duration(n)*time.Second - time.Duration(rng.IntN(3))*time.Second)
-			line = fmt.Sprintf(`{"event_time":%q,"page":"/p%d","value":%d}`, t.Format(time.RFC3339), n%5, n%100)
+			line = fmt.Sprintf(`{"event_time":%q,"page":"/p%d","value":%d}`, t.Format(time.RFC3339), n%keys, n%100)
 		}
 		data := line + "\n"
 		// Write some lines in two pieces, so a reader can see half a line.
@@ -100,6 +105,17 @@ func TestCrashKill9(t *testing.T) {
 	crashKill9(t, 20, t.TempDir(), t.TempDir(), nil, nil)
 }
 
+// TestCrashKill9HighCardinality is the crash test with a key per pair of
+// lines (3000 keys) and 10-minute windows open for 30 minutes: a state of
+// thousands of (window, key) pairs, so batches write changelogs between
+// snapshots and the kills land between them, in them and in cleanups.
+func TestCrashKill9HighCardinality(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: not in -short")
+	}
+	crashKill9With(t, 12, 3000, t.TempDir(), t.TempDir(), nil, []string{"--window", "10m", "--lateness", "30m"})
+}
+
 // TestCrashKill9S3Lake is the same with the lake and its checkpoint in a
 // bucket of a real S3-compatible server (versitygw).
 func TestCrashKill9S3Lake(t *testing.T) {
@@ -118,10 +134,34 @@ func TestCrashKill9S3Lake(t *testing.T) {
 		[]string{"--s3-endpoint", srv.Endpoint})
 }
 
+// TestCrashKill9HighCardinalityS3 is the high-cardinality crash test with
+// the lake and checkpoint on versitygw.
+func TestCrashKill9HighCardinalityS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: not in -short")
+	}
+	srv := storetest.StartVersity(t)
+	bucket := srv.Bucket(t)
+	env := []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey,
+		"AWS_REGION=" + srv.Region, "AWS_ENDPOINT_URL=" + srv.Endpoint}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	crashKill9With(t, 6, 3000, "s3://"+bucket+"/crash", "s3://"+bucket+"/reference", env,
+		[]string{"--s3-endpoint", srv.Endpoint, "--window", "10m", "--lateness", "30m"})
+}
+
 // crashKill9 runs the crash test on the lake at lakeURL; refURL is a fresh
 // lake for the uninterrupted run; env and flags go to every run.
 func crashKill9(t *testing.T, kills int, lakeURL, refURL string, env, flags []string) {
-	in := &crashInput{dir: t.TempDir(), lines: map[string]bool{}}
+	crashKill9With(t, kills, 0, lakeURL, refURL, env, flags)
+}
+
+// crashKill9With is crashKill9 with keys distinct page values (0: 5);
+// flags may override the window and lateness (the last value wins).
+func crashKill9With(t *testing.T, kills, keys int, lakeURL, refURL string, env, flags []string) {
+	in := &crashInput{dir: t.TempDir(), keys: keys, lines: map[string]bool{}}
 	lakeDir := lakeURL
 	rng := rand.New(rand.NewPCG(42, 9))
 	args := append([]string{"stream", "--source", filepath.Join(in.dir, "a"), "--source", filepath.Join(in.dir, "b"), "--key", "page", "--value", "value",
@@ -134,6 +174,7 @@ func crashKill9(t *testing.T, kills int, lakeURL, refURL string, env, flags []st
 	go func() { writeErr <- in.write(ctx, 6000, rand.New(rand.NewPCG(1, 2))) }()
 
 	survived, replays := 0, 0
+	kinds := map[string]int{} // state files seen after kills, by extension
 	for i := 0; i < kills; i++ {
 		cmd := exec.Command(binary, args...)
 		cmd.Env = append(cmd.Environ(), env...)
@@ -148,6 +189,12 @@ func crashKill9(t *testing.T, kills int, lakeURL, refURL string, env, flags []st
 		}
 		err := cmd.Wait()
 		replays += strings.Count(stderr.String(), "replaying a batch interrupted by a crash")
+		if keys > 0 && !strings.HasPrefix(lakeURL, "s3://") { // what the kill left in the checkpoint's state/
+			files, _ := filepath.Glob(filepath.Join(lakeURL, "_checkpoints", "stream", "state", "*"))
+			for _, f := range files {
+				kinds[filepath.Ext(f)]++
+			}
+		}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			survived++
 		} else {
@@ -162,6 +209,12 @@ func crashKill9(t *testing.T, kills int, lakeURL, refURL string, env, flags []st
 		t.Fatalf("final run: exit %d\n%s", code, stderr)
 	}
 	t.Logf("survived %d kill -9s; %d restarts replayed a batch the kill interrupted", survived, replays)
+	if keys > 0 && !strings.HasPrefix(lakeURL, "s3://") {
+		t.Logf("state files seen after the kills: %v", kinds)
+		if kinds[".snapshot"] == 0 || kinds[".changelog"] == 0 {
+			t.Errorf("state files seen after the kills: %v; want snapshots and changelogs", kinds)
+		}
+	}
 
 	// Every line exactly once, by file and offset.
 	got := map[string]int{}

@@ -1,0 +1,197 @@
+package stream
+
+import (
+	"hash/maphash"
+
+	"tidemark"
+)
+
+// keyTable interns the keys of open state: it maps a key to its id in the
+// engine's key table, by open addressing over int32 ids with linear
+// probing, the key bytes stored once (in keyEntry). It costs ~5 bytes per
+// key where a map[tidemark.Key]int32 costs ~36 (a string header and an int
+// per slot, control bytes, load-factor and doubling slack), which is most
+// of a per-user stream's state beyond the aggregates themselves.
+//
+// Deleted entries leave a tombstone; the table is rebuilt when live
+// entries and tombstones fill three quarters of it, so a lookup always
+// meets an empty slot.
+type keyTable struct {
+	seed  maphash.Seed
+	slots []int32 // emptySlot, tombstone, or a key id
+	live  int     // key ids in slots
+	used  int     // key ids and tombstones
+}
+
+const (
+	emptySlot int32 = -1
+	tombstone int32 = -2
+)
+
+func newKeyTable() keyTable { return keyTable{seed: maphash.MakeSeed()} }
+
+// Len returns the number of keys.
+func (t *keyTable) Len() int { return t.live }
+
+// get returns the id of key k.
+func (t *keyTable) get(keys []keyEntry, k tidemark.Key) (int32, bool) {
+	if t.live == 0 {
+		return 0, false
+	}
+	mask := len(t.slots) - 1
+	for i := int(maphash.String(t.seed, string(k))) & mask; ; i = (i + 1) & mask {
+		switch id := t.slots[i]; id {
+		case emptySlot:
+			return 0, false
+		case tombstone:
+		default:
+			if keys[id].key == k {
+				return id, true
+			}
+		}
+	}
+}
+
+// put adds key k, absent from the table, with id.
+func (t *keyTable) put(keys []keyEntry, k tidemark.Key, id int32) {
+	if (t.used+1)*4 > len(t.slots)*3 {
+		t.rehash(keys, t.live+1)
+	}
+	mask := len(t.slots) - 1
+	i := int(maphash.String(t.seed, string(k))) & mask
+	for t.slots[i] >= 0 {
+		i = (i + 1) & mask
+	}
+	if t.slots[i] == emptySlot {
+		t.used++
+	}
+	t.slots[i] = id
+	t.live++
+}
+
+// del removes key k, present with id.
+func (t *keyTable) del(k tidemark.Key, id int32) {
+	mask := len(t.slots) - 1
+	for i := int(maphash.String(t.seed, string(k))) & mask; ; i = (i + 1) & mask {
+		if t.slots[i] == id {
+			t.slots[i] = tombstone
+			t.live--
+			return
+		}
+	}
+}
+
+// rehash rebuilds the table without tombstones, sized for n keys at under
+// half full.
+func (t *keyTable) rehash(keys []keyEntry, n int) {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	old := t.slots
+	t.slots = make([]int32, size)
+	for i := range t.slots {
+		t.slots[i] = emptySlot
+	}
+	t.live, t.used = 0, 0
+	for _, id := range old {
+		if id >= 0 {
+			t.put(keys, keys[id].key, id)
+		}
+	}
+}
+
+// reset empties the table, sized for n keys.
+func (t *keyTable) reset(n int) {
+	t.slots = nil
+	t.live, t.used = 0, 0
+	t.rehash(nil, n)
+}
+
+// slotTable finds the slot of an open (window, key): open addressing over
+// int32 slot indices, hashed by (bucket sequence, key id), compared against
+// the slot itself (which records both). ~6 bytes per open pair where a
+// map[uint64]int32 costs 20-40 with its doubling slack.
+type slotTable struct {
+	slots []int32 // emptySlot, tombstone, or an index into Engine.slots
+	live  int
+	used  int
+}
+
+// Len returns the number of open pairs.
+func (t *slotTable) Len() int { return t.live }
+
+func slotHash(seq uint32, kid int32) int {
+	h := (uint64(seq)<<32 | uint64(uint32(kid))) * 0x9E3779B97F4A7C15
+	return int(h >> 32)
+}
+
+// get returns the slot of (seq, kid).
+func (t *slotTable) get(slots []slot, seq uint32, kid int32) (int32, bool) {
+	if t.live == 0 {
+		return 0, false
+	}
+	mask := len(t.slots) - 1
+	for i := slotHash(seq, kid) & mask; ; i = (i + 1) & mask {
+		switch idx := t.slots[i]; idx {
+		case emptySlot:
+			return 0, false
+		case tombstone:
+		default:
+			if s := &slots[idx]; s.key == kid && s.seq() == seq {
+				return idx, true
+			}
+		}
+	}
+}
+
+// put adds slot idx, whose (seq, key) is absent from the table.
+func (t *slotTable) put(slots []slot, idx int32) {
+	if (t.used+1)*4 > len(t.slots)*3 {
+		t.rehash(slots, t.live+1)
+	}
+	mask := len(t.slots) - 1
+	s := &slots[idx]
+	i := slotHash(s.seq(), s.key) & mask
+	for t.slots[i] >= 0 {
+		i = (i + 1) & mask
+	}
+	if t.slots[i] == emptySlot {
+		t.used++
+	}
+	t.slots[i] = idx
+	t.live++
+}
+
+// del removes slot idx, present, before the slot itself is cleared.
+func (t *slotTable) del(slots []slot, idx int32) {
+	mask := len(t.slots) - 1
+	s := &slots[idx]
+	for i := slotHash(s.seq(), s.key) & mask; ; i = (i + 1) & mask {
+		if t.slots[i] == idx {
+			t.slots[i] = tombstone
+			t.live--
+			return
+		}
+	}
+}
+
+// rehash rebuilds the table without tombstones, sized for n pairs at under
+// half full.
+func (t *slotTable) rehash(slots []slot, n int) {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	old := t.slots
+	t.slots = make([]int32, size)
+	for i := range t.slots {
+		t.slots[i] = emptySlot
+	}
+	t.live, t.used = 0, 0
+	for _, idx := range old {
+		if idx >= 0 {
+			t.put(slots, idx)
+		}
+	}
+}
