@@ -397,19 +397,9 @@ func (e *Engine) advance(nowNs int64) {
 	var w int64
 	found := false
 	for name, s := range e.sources {
-		var m int64
-		switch {
-		case s.capped:
-			// Its input holds it back (files with unread data or live ones
-			// not idle): it takes part even before its first event.
-			m = s.frontier
-			if s.hasMax {
-				m = min(m, s.max)
-			}
-		case !s.hasMax || (idle > 0 && nowNs-s.lastSeen >= idle):
+		m, ok := s.level()
+		if !ok || (!s.capped && idle > 0 && nowNs-s.lastSeen >= idle) {
 			continue
-		default:
-			m = s.max
 		}
 		wm := subSat(m, e.cfg.lateness(name))
 		switch {
@@ -424,6 +414,23 @@ func (e *Engine) advance(nowNs int64) {
 	if found && (!e.hasW || w > e.w) {
 		e.w, e.hasW = w, true
 	}
+}
+
+// level is the event time the source's watermark follows: its max event
+// time, capped at its frontier while its input holds it back (files with
+// unread data or live ones not idle; such a source takes part even before
+// its first event). ok is false for a source with no valid event that its
+// input does not hold.
+func (s *source) level() (m int64, ok bool) {
+	switch {
+	case s.capped && s.hasMax:
+		return min(s.frontier, s.max), true
+	case s.capped:
+		return s.frontier, true
+	case s.hasMax:
+		return s.max, true
+	}
+	return 0, false
 }
 
 // subSat returns a-b for b >= 0, saturating at tidemark.MinTime.

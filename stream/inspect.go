@@ -43,7 +43,8 @@ type Status struct {
 	OpenWindows int   `json:"open_windows"` // distinct open windows
 	StateRows   int   `json:"state_rows"`   // open (window, key) aggregates
 	StateBytes  int64 `json:"state_bytes"`  // estimate of the memory they take in a running stream
-	// EncodedStateBytes is the size of the engine state as checkpointed.
+	// EncodedStateBytes is the size of the engine state as a snapshot
+	// holds it (the checkpoint keeps it as a snapshot plus changelogs).
 	EncodedStateBytes int `json:"encoded_state_bytes"`
 	// OpenFrom and OpenTo bound the open windows: the earliest start and
 	// the latest end; nil when none is open.
@@ -199,7 +200,7 @@ func parseProcLock(line string) (procLock, bool) {
 // readSnapshot alone: the one place that knows the checkpoint's reader.
 type checkpointSnapshot struct {
 	meta       checkpointMeta
-	rec        recovered
+	last       committedBatch
 	commitRead *offsetsEntry // the committed batch's write-ahead record, if still there
 }
 
@@ -213,12 +214,12 @@ func readSnapshot(ctx context.Context, st store.Store) (checkpointSnapshot, erro
 		return s, err
 	}
 	var err error
-	if s.rec, err = c.recover(ctx); err != nil {
+	if s.last, err = latestCommitted(ctx, st); err != nil {
 		return s, err
 	}
-	if s.rec.commit != nil {
+	if s.last.BatchID >= 0 {
 		var e offsetsEntry
-		if err := c.read(ctx, batchKey("offsets", s.rec.commit.BatchID), &e); err == nil {
+		if err := c.read(ctx, batchKey("offsets", s.last.BatchID), &e); err == nil {
 			s.commitRead = &e
 		}
 	}
@@ -227,11 +228,11 @@ func readSnapshot(ctx context.Context, st store.Store) (checkpointSnapshot, erro
 
 func (s checkpointSnapshot) status(where string) (Status, error) {
 	out := Status{StreamID: s.meta.ID, Checkpoint: where, Sources: []SourceStatus{}}
-	if p := s.rec.pending; p != nil {
+	if p := s.last.Pending; p != nil {
 		out.Pending = &PendingBatch{BatchID: p.BatchID, ReadTime: time.UnixMicro(p.ReadTime).UTC(), Rows: p.Rows, SourceRows: p.SourceRows, Drain: p.Drain}
 	}
-	c := s.rec.commit
-	if c == nil {
+	c := s.last
+	if c.BatchID < 0 {
 		return out, nil
 	}
 	out.Committed = &CommittedBatch{BatchID: c.BatchID}
@@ -239,11 +240,13 @@ func (s checkpointSnapshot) status(where string) (Status, error) {
 		out.Committed.ReadTime = time.UnixMicro(s.commitRead.ReadTime).UTC()
 		out.Committed.Drain = s.commitRead.Drain
 	}
-	var state State
-	if err := state.UnmarshalBinary(c.Engine); err != nil {
-		return out, fmt.Errorf("checkpoint %s: engine state of batch %d: %w", where, c.BatchID, err)
+	if c.State == nil {
+		return out, fmt.Errorf("checkpoint %s: batch %d has no engine state", where, c.BatchID)
 	}
-	out.EncodedStateBytes = len(c.Engine)
+	state := *c.State
+	if enc, err := state.MarshalBinary(); err == nil {
+		out.EncodedStateBytes = len(enc)
+	}
 	if state.HasWatermark {
 		out.Watermark = timePtr(state.Watermark)
 	}

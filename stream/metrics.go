@@ -115,6 +115,8 @@ func (m *metrics) observe(p progress, res BatchResult, marks []sourceMark) {
 	for _, s := range marks {
 		if s.HasEventTime {
 			m.srcMax.WithLabelValues(s.Name).Set(float64(s.MaxEventTime) / 1e6)
+		}
+		if s.HasWatermark {
 			m.srcMark.WithLabelValues(s.Name).Set(float64(s.Watermark) / 1e6)
 		}
 		idle := 0.0

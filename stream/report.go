@@ -273,9 +273,9 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 		sp := sourceProgress{Idle: m.Idle}
 		if m.HasEventTime {
 			sp.MaxEventTime = tidemark.FormatTime(m.MaxEventTime)
-			if m.Watermark > tidemark.MinTime {
-				sp.Watermark = tidemark.FormatTime(m.Watermark)
-			}
+		}
+		if m.HasWatermark && m.Watermark > tidemark.MinTime {
+			sp.Watermark = tidemark.FormatTime(m.Watermark)
 		}
 		p.Sources[m.Name] = sp
 	}

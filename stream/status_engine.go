@@ -11,8 +11,9 @@ import (
 type sourceMark struct {
 	Name         string
 	MaxEventTime int64 // µs; meaningful when HasEventTime
-	Watermark    int64 // MaxEventTime − the lateness budget, µs
+	Watermark    int64 // MaxEventTime (capped at the frontier) − the source's lateness budget, µs; meaningful when HasWatermark
 	HasEventTime bool  // false while the source has sent only quarantined lines
+	HasWatermark bool  // the source has a level (see source.level)
 	Idle         bool  // silent for IdleTimeout at now: not holding W back
 }
 
@@ -25,8 +26,8 @@ func (e *Engine) sourceMarks(now time.Time) []sourceMark {
 	out := make([]sourceMark, 0, len(e.sources))
 	for name, s := range e.sources {
 		m := sourceMark{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax}
-		if s.hasMax {
-			m.Watermark = subSat(s.max, e.cfg.Lateness)
+		if lvl, ok := s.level(); ok {
+			m.Watermark, m.HasWatermark = subSat(lvl, e.cfg.lateness(name)), true
 		}
 		m.Idle = idle > 0 && nowNs-s.lastSeen >= idle
 		out = append(out, m)
