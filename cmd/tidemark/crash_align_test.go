@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,49 +161,14 @@ func TestCrashKill9AlignedFiles(t *testing.T) {
 		t.Fatalf("final run: exit %d\n%s", code, stderr)
 	}
 
-	got := map[string]int{}
 	lk := openTestLake(t, lakeDir)
 	late := 0
-	err := lk.ScanRaw(context.Background(), lake.RawQuery{Columns: []string{lake.ColSource, lake.ColFile, lake.ColOffset, lake.ColStatus}}, func(b lake.RawBatch) error {
-		for i := 0; i < b.N; i++ {
-			got[fmt.Sprintf("%s/%s@%d", filepath.Base(b.Source[i]), b.File[i], b.Offset[i])]++
-			if b.Status[i] == tidemark.StatusLate {
-				late++
-			}
+	got := lakeLines(t, lk, lake.RawQuery{Columns: []string{lake.ColSource, lake.ColFile, lake.ColOffset, lake.ColStatus}}, func(b lake.RawBatch, i int) {
+		if b.Status[i] == tidemark.StatusLate {
+			late++
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = lk.ScanQuarantine(context.Background(), func(q lake.QuarantineRow) error {
-		got[fmt.Sprintf("%s/%s@%d", filepath.Base(q.Source), q.File, q.Offset)]++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var missing, doubled, extra []string
-	for key := range in.lines {
-		switch got[key] {
-		case 0:
-			missing = append(missing, key)
-		case 1:
-		default:
-			doubled = append(doubled, key)
-		}
-	}
-	for key := range got {
-		if _, ok := in.lines[key]; !ok {
-			extra = append(extra, key)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(doubled)
-	if len(missing)+len(doubled)+len(extra) > 0 {
-		t.Errorf("%d lines written; missing %d %v, doubled %d %v, unknown %d %v", len(in.lines),
-			len(missing), head(missing), len(doubled), head(doubled), len(extra), head(extra))
-	}
+	checkOnce(t, in.lines, got)
 	if late != 0 {
 		t.Errorf("%d rows late after %d kills and a downtime; no file's own disorder exceeds the budget", late, survived)
 	}

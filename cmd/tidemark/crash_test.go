@@ -217,45 +217,8 @@ func crashKill9With(t *testing.T, kills, keys int, lakeURL, refURL string, env, 
 	}
 
 	// Every line exactly once, by file and offset.
-	got := map[string]int{}
 	lk := openTestLake(t, lakeDir)
-	err := lk.ScanRaw(context.Background(), lake.RawQuery{Columns: []string{lake.ColSource, lake.ColFile, lake.ColOffset}}, func(b lake.RawBatch) error {
-		for i := 0; i < b.N; i++ {
-			got[fmt.Sprintf("%s/%s@%d", filepath.Base(b.Source[i]), b.File[i], b.Offset[i])]++
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = lk.ScanQuarantine(context.Background(), func(q lake.QuarantineRow) error {
-		got[fmt.Sprintf("%s/%s@%d", filepath.Base(q.Source), q.File, q.Offset)]++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var missing, doubled, extra []string
-	for key := range in.lines {
-		switch got[key] {
-		case 0:
-			missing = append(missing, key)
-		case 1:
-		default:
-			doubled = append(doubled, key)
-		}
-	}
-	for key := range got {
-		if _, ok := in.lines[key]; !ok {
-			extra = append(extra, key)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(doubled)
-	if len(missing)+len(doubled)+len(extra) > 0 {
-		t.Errorf("%d lines written; missing %d %v, doubled %d %v, unknown %d %v", len(in.lines),
-			len(missing), head(missing), len(doubled), head(doubled), len(extra), head(extra))
-	}
+	checkOnce(t, in.lines, lakeLines(t, lk, lake.RawQuery{Columns: []string{lake.ColSource, lake.ColFile, lake.ColOffset}}, nil))
 
 	// window_results equals an uninterrupted run over the same files.
 	refLake := refURL
@@ -336,4 +299,59 @@ func diffLines(got, want string) string {
 		}
 	}
 	return b.String()
+}
+
+// lakeLines counts the lines the lake holds by "source/file@offset": every
+// raw_events row the query reads (also passed to onRaw, when set) and every
+// quarantine row.
+func lakeLines(t *testing.T, lk *lake.Lake, q lake.RawQuery, onRaw func(b lake.RawBatch, i int)) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	err := lk.ScanRaw(context.Background(), q, func(b lake.RawBatch) error {
+		for i := 0; i < b.N; i++ {
+			got[fmt.Sprintf("%s/%s@%d", filepath.Base(b.Source[i]), b.File[i], b.Offset[i])]++
+			if onRaw != nil {
+				onRaw(b, i)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = lk.ScanQuarantine(context.Background(), func(q lake.QuarantineRow) error {
+		got[fmt.Sprintf("%s/%s@%d", filepath.Base(q.Source), q.File, q.Offset)]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkOnce fails t unless every line written is in got exactly once and got
+// holds no other line.
+func checkOnce(t *testing.T, written map[string]bool, got map[string]int) {
+	t.Helper()
+	var missing, doubled, extra []string
+	for key := range written {
+		switch got[key] {
+		case 0:
+			missing = append(missing, key)
+		case 1:
+		default:
+			doubled = append(doubled, key)
+		}
+	}
+	for key := range got {
+		if _, ok := written[key]; !ok {
+			extra = append(extra, key)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(doubled)
+	if len(missing)+len(doubled)+len(extra) > 0 {
+		t.Errorf("%d lines written; missing %d %v, doubled %d %v, unknown %d %v", len(written),
+			len(missing), head(missing), len(doubled), head(doubled), len(extra), head(extra))
+	}
 }

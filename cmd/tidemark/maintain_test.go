@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -151,46 +149,8 @@ func maintainWhileStreaming(t *testing.T, lakeURL string, env, flags []string) {
 	}
 	// Every line exactly once; reading every column of every active file.
 	lk := openTestLake(t, lakeURL)
-	got := map[string]int{}
 	var rawRows int64
-	err := lk.ScanRaw(context.Background(), lake.RawQuery{}, func(b lake.RawBatch) error {
-		for i := 0; i < b.N; i++ {
-			got[fmt.Sprintf("%s/%s@%d", filepath.Base(b.Source[i]), b.File[i], b.Offset[i])]++
-		}
-		rawRows += int64(b.N)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = lk.ScanQuarantine(context.Background(), func(q lake.QuarantineRow) error {
-		got[fmt.Sprintf("%s/%s@%d", filepath.Base(q.Source), q.File, q.Offset)]++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var missing, doubled, extra []string
-	for key := range in.lines {
-		switch got[key] {
-		case 0:
-			missing = append(missing, key)
-		case 1:
-		default:
-			doubled = append(doubled, key)
-		}
-	}
-	for key := range got {
-		if _, ok := in.lines[key]; !ok {
-			extra = append(extra, key)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(doubled)
-	if len(missing)+len(doubled)+len(extra) > 0 {
-		t.Errorf("%d lines written; missing %d %v, doubled %d %v, unknown %d %v", len(in.lines),
-			len(missing), head(missing), len(doubled), head(doubled), len(extra), head(extra))
-	}
+	checkOnce(t, in.lines, lakeLines(t, lk, lake.RawQuery{}, func(lake.RawBatch, int) { rawRows++ }))
 	// After the final reconcile, window_results counts every raw row once
 	// (tumbling windows, all closed by the drain).
 	rows, err := lk.Windows(context.Background(), lake.AllFrom, lake.AllTo, -1)
