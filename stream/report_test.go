@@ -188,8 +188,10 @@ func TestOnProgressCompressed(t *testing.T) {
 	}
 	total := int64(packed.Len() + plain.Len())
 	first, last := got[0].Backlog, got[len(got)-1].Backlog
-	if first.Bytes != total || first.DoneBytes != 0 {
-		t.Errorf("first batch (the .gz not finished): %+v, want 0 of %d", first, total)
+	// Aligned reading interleaves the two files, so the first batch may hold
+	// lines of the plain file; none of the unfinished .gz may count.
+	if first.Bytes != total || first.DoneBytes > int64(plain.Len()) || first.DoneFiles != 0 {
+		t.Errorf("first batch (the .gz not finished): %+v, want at most the %d plain bytes of %d, no file done", first, plain.Len(), total)
 	}
 	if last.DoneBytes != total || last.DoneFiles != 2 {
 		t.Errorf("last batch: %+v, want all %d bytes of 2 files", last, total)

@@ -23,8 +23,8 @@ func TestSourceMarks(t *testing.T) {
 	res := e.Process([]tidemark.Record{rec("a", 30)}, now.Add(6*time.Second))
 	marks := e.sourceMarks(now.Add(6 * time.Second))
 	want := []sourceMark{
-		{Name: "a", MaxEventTime: 30e6, Watermark: 28e6, HasEventTime: true},
-		{Name: "b", MaxEventTime: 20e6, Watermark: 18e6, HasEventTime: true, Idle: true},
+		{Name: "a", MaxEventTime: 30e6, Watermark: 28e6, HasEventTime: true, HasWatermark: true},
+		{Name: "b", MaxEventTime: 20e6, Watermark: 18e6, HasEventTime: true, HasWatermark: true, Idle: true},
 		{Name: "c", Idle: true},
 	}
 	if len(marks) != len(want) {
@@ -37,5 +37,27 @@ func TestSourceMarks(t *testing.T) {
 	}
 	if res.Watermark != 28e6 {
 		t.Errorf("W %d, want a's watermark 28s (b is idle)", res.Watermark)
+	}
+}
+
+// TestSourceMarksOwnBudget: a source with a budget of its own (and one
+// capped by its frontier) shows the watermark W is computed from, not max
+// event time minus the global budget.
+func TestSourceMarksOwnBudget(t *testing.T) {
+	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1e6}, Lateness: 2e6, SourceLateness: map[string]int64{"slow": 10e6}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	res := e.Process([]tidemark.Record{{Source: "fast", EventTime: 50e6}, {Source: "slow", EventTime: 40e6}}, now)
+	marks := e.sourceMarks(now)
+	want := map[string]int64{"fast": 48e6, "slow": 30e6}
+	for _, m := range marks {
+		if !m.HasWatermark || m.Watermark != want[m.Name] {
+			t.Errorf("source %s: watermark %d (has %v), want %d", m.Name, m.Watermark, m.HasWatermark, want[m.Name])
+		}
+	}
+	if res.Watermark != 30e6 {
+		t.Errorf("W %d, want the slow source's 30s", res.Watermark)
 	}
 }

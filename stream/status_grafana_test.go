@@ -30,7 +30,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatalf("dashboard: %v", err)
 	}
 	m := newMetrics(RunnerConfig{Name: "s", Clock: time.Now})
-	m.observe(progress{InputRows: map[string]int64{"a": 1}, Quarantined: map[string]int64{}}, BatchResult{}, []sourceMark{{Name: "a", HasEventTime: true}})
+	m.observe(progress{InputRows: map[string]int64{"a": 1}, Quarantined: map[string]int64{}}, BatchResult{}, []sourceMark{{Name: "a", HasEventTime: true, HasWatermark: true}})
 	fams, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
