@@ -18,9 +18,9 @@ var allowed = map[string][]string{
 	"tidemark/lake/delta":           {"tidemark/lake/store"},
 	"tidemark/lake":                 {"tidemark", "tidemark/lake/store", "tidemark/lake/delta"},
 	"tidemark/stream":               {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},
-	"tidemark/batch":                {"tidemark", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},
+	"tidemark/batch":                {"tidemark", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/batch/lateness":       {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
-	"tidemark/reconcile":            {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},
+	"tidemark/reconcile":            {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/cmd/tidemark":         {"*"},
 	"tidemark/scripts/gen":          {},
 }
