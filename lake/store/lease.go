@@ -183,8 +183,24 @@ func AcquireLease(ctx context.Context, st Store, cfg LeaseConfig) (*Lease, error
 		}
 		return nil, err
 	}
+	l.sweepMarkers(ctx)
 	go l.heartbeat()
 	return l, nil
+}
+
+// sweepMarkers removes the steal markers takers killed mid-takeover left
+// behind. It is safe while we hold the lease: a taker still at work finds,
+// when it re-reads the lease, that it is ours and not the one it meant to
+// take over. A marker that stays (a failed delete) only costs the next
+// sweep, so errors are not worth failing the acquisition for.
+func (l *Lease) sweepMarkers(ctx context.Context) {
+	infos, err := l.st.List(ctx, l.cfg.Key+".steal.")
+	if err != nil {
+		return
+	}
+	for _, i := range infos {
+		_ = l.st.Delete(ctx, i.Key)
+	}
 }
 
 func (l *Lease) newBody() (LeaseHolder, []byte) {

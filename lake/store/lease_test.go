@@ -165,6 +165,18 @@ func TestLeaseDeadOnThisHost(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A marker a taker left when killed after its own lease was in place
+	// is swept by the next holder.
+	putHolder(t, st, "lease.steal.r9", store.LeaseHolder{Owner: "killed-after-taking", ID: "r10", Host: host, PID: dead.Process.Pid, Acquired: now, Expires: now.Add(time.Hour)})
+	if l, err = store.AcquireLease(ctx, st, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, st, "lease"); got != "lease" {
+		t.Errorf("objects: got %q, want the leftover marker swept", got)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	putHolder(t, st, "lease", store.LeaseHolder{Owner: "elsewhere", Host: host + "-other", PID: dead.Process.Pid, Acquired: now, Expires: now.Add(time.Hour)})
 	if _, err := store.AcquireLease(ctx, st, cfg); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("another host's live lease: %v, want ErrLocked", err)
