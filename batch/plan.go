@@ -3,15 +3,12 @@ package batch
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"tidemark"
 	"tidemark/lake"
-	"tidemark/lake/delta"
 )
 
 const usPerHour = int64(time.Hour / time.Microsecond)
@@ -71,46 +68,26 @@ func newPlan(ctx context.Context, lk *lake.Lake, spec tidemark.WindowSpec, q Que
 	}
 	ranges = mergeRanges(ranges)
 
-	dt := delta.Open(lk.Store(), lake.TableRawEvents, delta.Options{})
-	snap, err := dt.Snapshot(ctx, cmp.Or(max(q.Version, 0), -1))
-	if errors.Is(err, delta.ErrNoTable) {
+	layout, err := lk.RawLayout(ctx, q.Version)
+	if err != nil {
+		return nil, err
+	}
+	p.version = layout.Version
+	if !layout.Partitioned {
+		// Not partitioned the way tidemark writes: scan the ranges whole.
+		p.slices = ranges
+		p.stats.FilesRead, p.stats.BytesRead, p.stats.PartitionsRead = layout.Files, layout.Bytes, layout.Partitions
 		return p, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read raw events log: %w", err)
-	}
-	p.version = snap.Version
-	// Files per event hour.
-	type hourInfo struct{ files, bytes int64 }
-	hours := map[int64]*hourInfo{}
-	for i := range snap.Files {
-		a := &snap.Files[i]
-		h, ok := fileHour(a)
-		if !ok {
-			// Not partitioned the way tidemark writes: scan the ranges whole.
-			return p.whole(ranges, snap), nil
-		}
-		hi := hours[h]
-		if hi == nil {
-			hi = &hourInfo{}
-			hours[h] = hi
-		}
-		hi.files++
-		hi.bytes += a.Size
-	}
-	keys := make([]int64, 0, len(hours))
-	for h := range hours {
-		keys = append(keys, h)
-	}
-	slices.Sort(keys)
+	hours := layout.Hours // sorted by Start
 	// One slice per event hour, spanning every wanted range in it: several
 	// windows in one hour then read its row groups once.
 	perHour := map[int64]*slice{}
 	var order []int64
 	for _, r := range ranges {
-		i, _ := slices.BinarySearch(keys, floorDiv(r.from, usPerHour)*usPerHour)
-		for ; i < len(keys) && keys[i] < r.to; i++ {
-			h := keys[i]
+		i, _ := slices.BinarySearchFunc(hours, floorDiv(r.from, usPerHour)*usPerHour, func(h lake.RawHour, t int64) int { return cmp.Compare(h.Start, t) })
+		for ; i < len(hours) && hours[i].Start < r.to; i++ {
+			h := hours[i].Start
 			from, to := max(r.from, h), min(r.to, h+usPerHour)
 			if s := perHour[h]; s != nil {
 				s.from, s.to = min(s.from, from), max(s.to, to)
@@ -119,47 +96,14 @@ func newPlan(ctx context.Context, lk *lake.Lake, spec tidemark.WindowSpec, q Que
 			perHour[h] = &slice{from, to}
 			order = append(order, h)
 			p.stats.PartitionsRead++
-			p.stats.FilesRead += hours[h].files
-			p.stats.BytesRead += hours[h].bytes
+			p.stats.FilesRead += hours[i].Files
+			p.stats.BytesRead += hours[i].Bytes
 		}
 	}
 	for _, h := range order {
 		p.slices = append(p.slices, *perHour[h])
 	}
 	return p, nil
-}
-
-// whole scans the ranges as they are and counts every file.
-func (p *plan) whole(ranges []slice, snap *delta.Snapshot) *plan {
-	p.slices = ranges
-	seen := map[string]bool{}
-	for _, a := range snap.Files {
-		p.stats.FilesRead++
-		p.stats.BytesRead += a.Size
-		pk := fmt.Sprint(a.PartitionValues)
-		if !seen[pk] {
-			seen[pk] = true
-			p.stats.PartitionsRead++
-		}
-	}
-	return p
-}
-
-// fileHour returns the start (µs) of the event hour partition of a file.
-func fileHour(a *delta.Add) (int64, bool) {
-	d, h := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]
-	if d == nil || h == nil {
-		return 0, false
-	}
-	t, err := time.Parse(time.DateOnly, *d)
-	if err != nil {
-		return 0, false
-	}
-	hr, err := strconv.Atoi(*h)
-	if err != nil || hr < 0 || hr > 23 {
-		return 0, false
-	}
-	return t.UnixMicro() + int64(hr)*usPerHour, true
 }
 
 // mergeRanges sorts ranges and joins overlapping or touching ones.

@@ -75,7 +75,7 @@ var (
 // openS3 opens an s3://bucket/prefix source, listing it once: a bad bucket
 // or bad credentials fail here. resume is a Position the source returned.
 func openS3(ctx context.Context, spec string, cfg SourceConfig, resume Position) (Source, error) {
-	return openS3With(ctx, spec, cfg, s3Options{Settle: cfg.S3Settle, Endpoint: cfg.S3Endpoint}, resume)
+	return openS3With(ctx, spec, cfg, s3Options{Settle: cfg.S3Settle, S3: cfg.S3}, resume)
 }
 
 func openS3With(ctx context.Context, spec string, cfg SourceConfig, opt s3Options, resume Position) (*s3Source, error) {

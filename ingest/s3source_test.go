@@ -18,6 +18,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"tidemark"
+	"tidemark/lake/store"
+	"tidemark/lake/store/storetest"
 )
 
 // s3Clock is an injected wall clock the tests move by hand.
@@ -44,6 +46,7 @@ func (c *s3Clock) add(d time.Duration) { c.set(c.now().Add(d)) }
 // AWS environment (the credential chain and $AWS_ENDPOINT_URL) as in
 // production.
 type s3Fix struct {
+	srv    *storetest.Server
 	c      *minio.Client
 	bucket string
 	clock  *s3Clock
@@ -51,16 +54,16 @@ type s3Fix struct {
 
 func newS3Fix(t testing.TB) *s3Fix {
 	t.Helper()
-	srv := startS3Server(t)
+	srv := storetest.StartVersity(t)
 	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": srv.access, "AWS_SECRET_ACCESS_KEY": srv.secret, "AWS_SESSION_TOKEN": "",
-		"AWS_ENDPOINT_URL": srv.endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey, "AWS_SESSION_TOKEN": "",
+		"AWS_ENDPOINT_URL": srv.Endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_REGION": srv.Region,
 	} {
 		t.Setenv(k, v)
 	}
 	// An hour ahead of the server: every object has settled unless a test
 	// sets the clock back.
-	return &s3Fix{c: srv.client(t), bucket: srv.bucket(t), clock: &s3Clock{t: time.Now().Add(time.Hour)}}
+	return &s3Fix{srv: srv, c: srv.Client(t), bucket: srv.Bucket(t), clock: &s3Clock{t: time.Now().Add(time.Hour)}}
 }
 
 func (f *s3Fix) put(t *testing.T, key string, data []byte) minio.ObjectInfo {
@@ -492,11 +495,11 @@ func TestS3Once(t *testing.T) {
 
 func TestS3OpenErrors(t *testing.T) {
 	f := newS3Fix(t)
-	if _, err := openS3With(t.Context(), "s3://no-such-bucket-"+s3RandHex(4)+"/x", SourceConfig{}, s3Options{}, Position{}); err == nil {
+	if _, err := openS3With(t.Context(), "s3://tm-no-such-bucket/x", SourceConfig{}, s3Options{}, Position{}); err == nil {
 		t.Error("open of a missing bucket: got nil error")
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-	if _, err := openS3With(t.Context(), f.spec(""), SourceConfig{}, s3Options{Retries: 1}, Position{}); err == nil {
+	if _, err := openS3With(t.Context(), f.spec(""), SourceConfig{}, s3Options{S3: store.S3Config{Retries: 1}}, Position{}); err == nil {
 		t.Error("open with a wrong secret: got nil error")
 	}
 }
@@ -604,27 +607,31 @@ func FuzzParseS3Spec(f *testing.F) {
 	})
 }
 
-func TestS3Endpoint(t *testing.T) {
-	tests := []struct {
-		opt, envS3, env string
-		host            string
-		secure, ok      bool
-	}{
-		{"", "", "", "s3.amazonaws.com", true, true},
-		{"", "", "http://127.0.0.1:7070", "127.0.0.1:7070", false, true},
-		{"", "https://s3.example:9000", "http://127.0.0.1:7070", "s3.example:9000", true, true},
-		{"http://flag:1", "https://s3.example", "http://env", "flag:1", false, true},
-		{"minio:9000", "", "", "minio:9000", true, true},
-		{"ftp://x", "", "", "", false, false},
-		{"http://x/path", "", "", "", false, false},
+// The source takes every setting of lake/store's S3 client set-up: here
+// an endpoint without a scheme made plain HTTP by Insecure, path-style
+// buckets and static credentials, with no AWS variable set.
+func TestS3ClientSettings(t *testing.T) {
+	f := newS3Fix(t)
+	f.put(t, "k.ndjson", []byte(`{"event_time":"2026-01-01T10:00:00Z"}`+"\n"))
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"} {
+		t.Setenv(k, "")
 	}
-	for _, tt := range tests {
-		t.Setenv("AWS_ENDPOINT_URL_S3", tt.envS3)
-		t.Setenv("AWS_ENDPOINT_URL", tt.env)
-		host, secure, err := s3Options{Endpoint: tt.opt}.endpoint()
-		if (err == nil) != tt.ok || host != tt.host || secure != tt.secure {
-			t.Errorf("endpoint(%q, %q, %q): got %q, %v, %v, want %q, %v, ok=%v", tt.opt, tt.envS3, tt.env, host, secure, err, tt.host, tt.secure, tt.ok)
-		}
+	opt := s3Options{S3: store.S3Config{
+		Endpoint:  strings.TrimPrefix(f.srv.Endpoint, "http://"),
+		Insecure:  true,
+		PathStyle: "path",
+		Region:    f.srv.Region,
+		AccessKey: f.srv.AccessKey,
+		SecretKey: f.srv.SecretKey,
+		Timeout:   time.Minute,
+	}}
+	s := f.open(t, "", SourceConfig{}, opt, Position{})
+	if got := s3Drain(t, s, 10); len(got) != 1 {
+		t.Fatalf("read %d records, want 1", len(got))
+	}
+	opt.S3.PathStyle = "sideways"
+	if _, err := openS3With(t.Context(), f.spec(""), SourceConfig{}, opt, Position{}); err == nil || !strings.Contains(err.Error(), "path style") {
+		t.Errorf("bad path style: got %v, want the store's error", err)
 	}
 }
 

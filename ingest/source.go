@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tidemark"
+	"tidemark/lake/store"
 )
 
 // Source yields records from one --source in a deterministic order.
@@ -69,9 +70,10 @@ type SourceConfig struct {
 	// S3Settle is, for S3 sources, how long an object must be unchanged
 	// before it is read; 0 = DefaultS3Settle, < 0 = no wait.
 	S3Settle time.Duration
-	// S3Endpoint is --s3-endpoint; "" = $AWS_ENDPOINT_URL_S3, then
-	// $AWS_ENDPOINT_URL, then AWS.
-	S3Endpoint string
+	// S3 sets up the client of S3 sources, as for an S3 lake (--s3-endpoint
+	// and the rest); the zero value takes everything from the usual AWS
+	// environment.
+	S3 store.S3Config
 }
 
 // DefaultRescan is the rescan period of a zero SourceConfig.

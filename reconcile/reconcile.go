@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
 	r := &run{cfg: cfg, lk: lk, rep: rep, log: log, clock: clock, spec: lk.Config().Window, hasValue: lk.Config().ValueField != ""}
-	if err := r.do(ctx, m); err != nil {
+	if err := r.do(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
 	rep.BytesRead = m.read.Load()

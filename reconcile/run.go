@@ -35,8 +35,8 @@ type cellKey struct {
 	key   tidemark.Key
 }
 
-func (r *run) do(ctx context.Context, m *meter) error {
-	p, err := readProgress(ctx, m)
+func (r *run) do(ctx context.Context) error {
+	p, err := readProgress(ctx, r.lk)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (r *run) do(ctx context.Context, m *meter) error {
 	if err != nil {
 		return err
 	}
-	w, hasW, err := p.streamWatermark(ctx, r.lk)
+	w, hasW, err := p.streamWatermark(ctx)
 	if err != nil {
 		return err
 	}

@@ -354,7 +354,7 @@ func propOnce(t *testing.T, seed uint64, beyond bool, s3 *propS3) {
 	if s3 != nil {
 		put = s3.put(t, seed)
 		base = s3.base(seed)
-		scfg.S3Endpoint = s3.srv.Endpoint
+		scfg.S3 = store.S3Config{Endpoint: s3.srv.Endpoint}
 	}
 	specs := writePropSources(t, base, &run, put)
 	recs, wins, w := runProp(t, run, specs, scfg)

@@ -120,17 +120,20 @@ type Holder struct {
 
 func lockHolder(ctx context.Context, st store.Store) Holder {
 	if d, ok := st.(*store.Dir); ok { // the lock's own test: see acquireLock
-		return flockHolder(filepath.Join(d.String(), "lock"), "/proc/locks")
+		return flockHolder(filepath.Join(d.String(), localKey), "/proc/locks")
 	}
 	data, err := store.ReadAll(ctx, st, leaseKey)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Holder{Known: true}
 	}
-	var l lease
+	var l store.LeaseHolder
 	if err != nil || json.Unmarshal(data, &l) != nil {
 		return Holder{}
 	}
-	exp := time.UnixMilli(l.Expires).UTC()
+	exp := l.Expires.UTC()
+	if exp.IsZero() && l.LegacyExpires > 0 {
+		exp = time.UnixMilli(l.LegacyExpires).UTC()
+	}
 	return Holder{Known: true, Held: time.Now().Before(exp), PID: l.PID, Host: l.Host, Expires: &exp}
 }
 

@@ -45,7 +45,7 @@ func (r *runner) sourceConfig() ingest.SourceConfig {
 		Once:          r.cfg.Once,
 		PollOnly:      r.cfg.Poll,
 		Rescan:        r.cfg.Rescan,
-		S3Endpoint:    r.cfg.S3.Endpoint,
+		S3:            r.cfg.S3,
 		IdleTimeout:   r.cfg.Engine.IdleTimeout,
 	}
 }

@@ -66,41 +66,15 @@ func newS3(bucket, prefix string, cfg S3Config) (*S3, error) {
 	if prefix != "" && !validKey(strings.TrimSuffix(prefix, "/")) {
 		return nil, fmt.Errorf("invalid key prefix %q", prefix)
 	}
-	host, secure, err := cfg.endpoint()
-	if err != nil {
-		return nil, err
-	}
-	lookup, err := cfg.lookup()
-	if err != nil {
-		return nil, err
-	}
 	partSize, err := cfg.partSize()
 	if err != nil {
 		return nil, err
 	}
-	tr, err := minio.DefaultTransport(secure)
-	if err != nil {
-		return nil, err
-	}
-	tr.ResponseHeaderTimeout = defaultTimeout
-	if cfg.Timeout > 0 {
-		tr.ResponseHeaderTimeout = cfg.Timeout
-	}
-	opts := func(retries int) *minio.Options {
-		return &minio.Options{
-			Creds:        cfg.creds(),
-			Secure:       secure,
-			Transport:    tr,
-			Region:       cfg.region(),
-			BucketLookup: lookup,
-			MaxRetries:   retries,
-		}
-	}
 	s := &S3{bucket: bucket, prefix: prefix, partSize: partSize, retries: cfg.retries()}
-	if s.client, err = minio.New(host, opts(s.retries)); err != nil {
+	if s.client, err = cfg.client(s.retries); err != nil {
 		return nil, err
 	}
-	if s.once, err = minio.New(host, opts(1)); err != nil {
+	if s.once, err = cfg.client(1); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -57,8 +57,7 @@ const (
 	minPartSize     = 5 << 20
 )
 
-// endpoint returns host[:port] and whether to use TLS. ingest/s3client.go
-// holds a copy because ingest may not import lake/.
+// endpoint returns host[:port] and whether to use TLS.
 func (c S3Config) endpoint() (host string, secure bool, err error) {
 	ep := cmp.Or(c.Endpoint, os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL"))
 	if ep == "" {

@@ -19,8 +19,8 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// Server is a running S3-compatible server for tests. ingest/s3server_test.go
-// copies this harness because ingest may not import lake/.
+// Server is a running S3-compatible server for tests (the lake's store and
+// ingest's S3 sources use it).
 type Server struct {
 	Endpoint  string // "http://127.0.0.1:<port>"
 	AccessKey string
