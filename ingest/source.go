@@ -52,6 +52,10 @@ type SourceConfig struct {
 	// PollOnly disables fsnotify: only the periodic rescan finds changes
 	// (for NFS and other file systems without inotify).
 	PollOnly bool
+	// FollowSymlinks follows every symbolic link of a local source, to files
+	// and directories; by default only links resolving inside the source's
+	// root are followed (symlink.go says why).
+	FollowSymlinks bool
 
 	// S3Settle is, for S3 sources, how long an object must be unchanged
 	// before it is read; 0 = DefaultS3Settle, < 0 = no wait.

@@ -46,6 +46,8 @@ func (r *runner) sourceConfig() ingest.SourceConfig {
 		PollOnly:      r.cfg.Poll,
 		Rescan:        r.cfg.Rescan,
 		S3Endpoint:    r.cfg.S3.Endpoint,
+
+		FollowSymlinks: r.cfg.FollowSymlinks,
 	}
 }
 

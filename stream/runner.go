@@ -38,6 +38,10 @@ type RunnerConfig struct {
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
 	MetricsAddr  string        // serve Prometheus metrics here; "" = off
 
+	// FollowSymlinks follows every symbolic link of local sources; by
+	// default only links resolving inside a source's root are followed.
+	FollowSymlinks bool
+
 	Print    io.Writer        // emitted windows as JSON lines; nil = off
 	Progress io.Writer        // one JSON progress line per batch; nil = off
 	Logger   *slog.Logger     // nil discards
