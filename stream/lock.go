@@ -61,7 +61,7 @@ func (l lease) deadOnThisHost() bool {
 func acquireLock(ctx context.Context, st store.Store, owner string) (*lock, error) {
 	if d, ok := st.(*store.Dir); ok {
 		path := filepath.Join(d.String(), "lock")
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666) // the umask decides, as for the lake (store.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("open checkpoint lock: %w", err)
 		}
