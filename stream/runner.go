@@ -129,6 +129,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		}
 	}()
 	if cfg.MetricsAddr != "" {
+		warnExposed(ctx, cfg.Logger, cfg.MetricsAddr)
 		r.metrics = newMetrics()
 		if err := r.metrics.serve(cfg.MetricsAddr); err != nil {
 			return nil, err
