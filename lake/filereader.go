@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 
+	"tidemark/lake/delta"
 	"tidemark/lake/store"
 )
 
@@ -94,7 +95,7 @@ func openFileReader(ctx context.Context, st store.Store, key string) (fr *fileRe
 		}
 	}()
 	defer recoverTo(key, &err)
-	if err := checkFooter(r, r.Size()); err != nil {
+	if err := delta.CheckParquetTrailer(r, r.Size()); err != nil {
 		return nil, fmt.Errorf("read %s: %w: %v", key, errCorrupt, err)
 	}
 	f, err := parquet.OpenFile(r, r.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
@@ -102,27 +103,6 @@ func openFileReader(ctx context.Context, st store.Store, key string) (fr *fileRe
 		return nil, fmt.Errorf("read %s: %w: %v", key, errCorrupt, err)
 	}
 	return &fileReader{key: key, r: r, f: f}, nil
-}
-
-// checkFooter checks the file's trailer before parquet-go trusts it:
-// parquet-go allocates the footer length the last 8 bytes declare, so
-// "PAR1PAR1" (a length of 0x31524150) made it allocate 789 MiB and a
-// crafted 8-byte file could ask for 4 GiB (found by FuzzReadFile).
-func checkFooter(r io.ReaderAt, size int64) error {
-	if size < 12 {
-		return fmt.Errorf("%d bytes is too small for a Parquet file", size)
-	}
-	var tail [8]byte
-	if _, err := r.ReadAt(tail[:], size-8); err != nil {
-		return err
-	}
-	if string(tail[4:]) != "PAR1" {
-		return errors.New("no PAR1 magic at the end")
-	}
-	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
-		return fmt.Errorf("footer length %d does not fit in %d bytes", n, size)
-	}
-	return nil
 }
 
 func (fr *fileReader) Close() error { return fr.r.Close() }
