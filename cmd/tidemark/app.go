@@ -21,7 +21,7 @@ func newApp() *cli.App {
 		Name:    "tidemark",
 		Usage:   "event-time windows from a stream, made exact by a nightly batch over a Delta Lake",
 		Version: version,
-		Commands: []*cli.Command{
+		Commands: withLocationCheck([]*cli.Command{
 			streamCommand(),
 			reconcileCommand(),
 			latenessCommand(),
@@ -30,7 +30,7 @@ func newApp() *cli.App {
 			tablesCommand(),
 			compactCommand(),
 			vacuumCommand(),
-		},
+		}),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile (pprof) of the run to this file", EnvVars: env("cpuprofile")},
 		},

@@ -64,7 +64,7 @@ type secretsCase struct {
 
 // TestNoCredentialInAnyOutput runs every command of the app (new ones
 // too: the list comes from newApp) with canary credentials in the
-// environment and in endpoint URLs, on success and on the error paths a
+// environment, in endpoint URLs and in s3:// locations, on success and on the error paths a
 // test can provoke — credentials in the URL (flag and AWS_ENDPOINT_URL), an
 // unparsable URL, a refused connection, wrong keys with a session token —
 // with --log-level debug where a command has it, and checks that no canary
@@ -98,6 +98,8 @@ func TestNoCredentialInAnyOutput(t *testing.T) {
 		{name: "keys in AWS_ENDPOINT_URL_S3", lake: s3Lake, env: append(good, "AWS_ENDPOINT_URL_S3="+withCreds)},
 		{name: "keys in a bad URL", lake: s3Lake, endpoint: "http://" + canaryURLKey + ":" + canaryURLSecret + "@" + host + ":x/", env: good},
 		{name: "keys without scheme", lake: s3Lake, endpoint: canaryURLKey + ":" + canaryURLSecret + "@" + host, env: good},
+		{name: "keys in the s3:// lake and source", lake: "s3://" + canaryURLKey + ":" + canaryURLSecret + "@" + bucket + "/lake", endpoint: srv.Endpoint, env: good},
+		{name: "keys in the s3:// lake, no @", lake: "s3://" + canaryURLKey + ":" + canaryURLSecret + "/lake", endpoint: srv.Endpoint, env: good},
 		{name: "connection refused", lake: s3Lake, endpoint: "http://" + closed, env: good},
 		{name: "wrong keys", lake: s3Lake, endpoint: srv.Endpoint, env: []string{
 			"AWS_ACCESS_KEY_ID=" + canaryWrongKey, "AWS_SECRET_ACCESS_KEY=" + canaryWrongSec,

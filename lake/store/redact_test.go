@@ -57,8 +57,8 @@ func FuzzEndpointRedacts(f *testing.F) {
 		if strings.Contains(err.Error(), user+":"+pass+"@") {
 			t.Fatalf("endpoint %q: error shows the userinfo: %s", ep, err)
 		}
-		if redactURL(ep) == ep {
-			t.Fatalf("redactURL(%q) left it as it was", ep)
+		if RedactURL(ep) == ep {
+			t.Fatalf("RedactURL(%q) left it as it was", ep)
 		}
 	})
 }

@@ -66,7 +66,7 @@ func (c S3Config) endpoint() (host string, secure bool, err error) {
 	}
 	// Every message below names the endpoint without its userinfo: a
 	// credential must never reach a log or a terminal.
-	if redacted := redactURL(ep); redacted != ep {
+	if redacted := RedactURL(ep); redacted != ep {
 		return "", false, fmt.Errorf("s3 endpoint %q: credentials in the endpoint URL are refused (they show in ps, shell history and logs); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", redacted)
 	}
 	if !strings.Contains(ep, "://") {
@@ -132,10 +132,10 @@ func (c S3Config) partSize() (int64, error) {
 	return c.PartSize, nil
 }
 
-// redactURL replaces the userinfo of a URL, or of a scheme-less
-// "user:pass@host", with "***". It works on text url.Parse rejects too.
-// ingest/s3client.go holds a copy (ingest may not import lake/).
-func redactURL(s string) string {
+// RedactURL replaces the userinfo of a URL, or of a scheme-less
+// "user:pass@host", with "***", for messages. It works on text url.Parse
+// rejects too. ingest/s3client.go holds a copy (ingest may not import lake/).
+func RedactURL(s string) string {
 	start := 0
 	if i := strings.Index(s, "://"); i >= 0 {
 		start = i + 3
