@@ -28,13 +28,16 @@ done
 
 # "pkg target" pairs. `go test -list` prints the names of one package, then
 # "ok  <pkg> <time>"; names seen before that line belong to that package.
-targets="$(go test -list '^Fuzz' ./... 2>&1 | awk '
+# A package that does not build is reported and counts as a failure.
+listing="$(go test -list '^Fuzz' ./... 2>&1)"
+listrc=$?
+targets="$(awk '
   /^Fuzz/ { names[n++] = $1; next }
   /^ok[ \t]/ { for (i = 0; i < n; i++) print $2, names[i]; n = 0; next }
-  /^(FAIL|---)/ || /cannot|error/ { print "LISTERR " $0 > "/dev/stderr" }
-')"
+' <<<"$listing")"
 if [ -z "$targets" ]; then
   echo "fuzz.sh: no fuzz targets found" >&2
+  echo "$listing" >&2
   exit 2
 fi
 
@@ -63,5 +66,10 @@ while read -r pkg name; do
   fi
 done <<<"$targets"
 
+if [ "$listrc" -ne 0 ]; then
+  echo "fuzz.sh: listing the targets failed (a package does not build?):" >&2
+  grep -v -E '^(Fuzz|ok)' <<<"$listing" | head -20 >&2
+  failed=$((failed + 1))
+fi
 echo "fuzz.sh: $total targets, $failed failed, $fuzztime each; logs in $logdir"
 [ "$failed" -eq 0 ]
