@@ -55,7 +55,10 @@ type Dir struct {
 	until map[[2]uint64]int64
 
 	watcher    *fsnotify.Watcher
-	watched    map[string]bool // absolute directory paths
+	watched    map[string]bool   // absolute directory paths
+	linked     map[string]string // real path of a directory reached through a link -> its relative path
+	single     bool              // the spec names one file: a link there is followed wherever it leads
+	warned     map[string]bool   // links outside the root already logged
 	lastRescan time.Time
 	needRescan bool
 	closed     bool
@@ -92,7 +95,12 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{}}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real // the root the user named is followed; links under it obey symlink.go
+	}
+	d := &Dir{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
+		linked: map[string]string{}, warned: map[string]bool{}}
+	d.single = pattern != "" && !strings.ContainsAny(spec, "*?[")
 	if cfg.Format != FormatCSV {
 		if d.json, err = NewNDJSONDecoder(cfg.DecoderConfig); err != nil {
 			return nil, err
@@ -181,25 +189,57 @@ func (d *Dir) match(rel string) bool {
 }
 
 // list walks the tree and returns its matching regular files. In tailing
-// mode it also watches every directory it sees.
+// mode it also watches every directory it sees. Symbolic links follow the
+// rules of followLink (symlink.go).
 func (d *Dir) list() (map[string]fs.FileInfo, error) {
-	out := map[string]fs.FileInfo{}
-	seen := map[string]bool{}
-	err := filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+	w := &walk{out: map[string]fs.FileInfo{}, seen: map[string]bool{}, dirs: map[[2]uint64]bool{}}
+	clear(d.linked)
+	if !d.cfg.FollowSymlinks {
+		r, err := os.OpenRoot(d.root)
 		if err != nil {
-			if p != d.root && errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		defer r.Close()
+		w.root = r
+	}
+	err := d.walkDir(w, d.root, "")
+	for p := range d.watched {
+		if !w.seen[p] {
+			delete(d.watched, p) // fsnotify drops watches of removed directories itself
+		}
+	}
+	return dedupe(w.out), err
+}
+
+// walkDir walks the real directory dir, whose files are named prefix/... in
+// the source (prefix is "" for the root, or the path of a followed link).
+func (d *Dir) walkDir(w *walk, dir, prefix string) error {
+	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if p != dir && errors.Is(err, fs.ErrNotExist) {
 				return nil // vanished while walking
 			}
 			return err
 		}
-		if p != d.root && strings.HasPrefix(e.Name(), ".") {
+		if p != dir && strings.HasPrefix(e.Name(), ".") {
 			if e.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = path.Join(prefix, filepath.ToSlash(rel))
 		if e.IsDir() {
-			seen[p] = true
+			if !w.enter(e) {
+				return filepath.SkipDir // reached before, through a link: no loops, no double reads
+			}
+			w.seen[p] = true
+			if prefix != "" {
+				d.linked[p] = rel
+			}
 			if d.watcher != nil && !d.watched[p] {
 				if err := d.watcher.Add(p); err == nil {
 					d.watched[p] = true
@@ -209,27 +249,19 @@ func (d *Dir) list() (map[string]fs.FileInfo, error) {
 			}
 			return nil
 		}
-		rel, err := filepath.Rel(d.root, p)
-		if err != nil {
-			return err
+		if e.Type()&fs.ModeSymlink != 0 {
+			return d.followLink(w, p, rel)
 		}
-		rel = filepath.ToSlash(rel)
 		if !d.match(rel) {
 			return nil
 		}
-		fi, err := os.Stat(p) // follows symlinks
+		fi, err := e.Info()
 		if err != nil || !fi.Mode().IsRegular() {
 			return nil
 		}
-		out[rel] = fi
+		w.out[rel] = fi
 		return nil
 	})
-	for p := range d.watched {
-		if !seen[p] {
-			delete(d.watched, p) // fsnotify drops watches of removed directories itself
-		}
-	}
-	return out, err
 }
 
 func isCompressed(rel string) bool {

@@ -61,6 +61,10 @@ type SourceConfig struct {
 	// PollOnly disables fsnotify: only the periodic rescan finds changes
 	// (for NFS and other file systems without inotify).
 	PollOnly bool
+	// FollowSymlinks follows every symbolic link of a local source, to files
+	// and directories; by default only links resolving inside the source's
+	// root are followed (symlink.go says why).
+	FollowSymlinks bool
 
 	// IdleTimeout is --idle-timeout: a live file read to its end that had
 	// no new line for this long (by Clock) stops holding the source's

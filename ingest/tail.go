@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,12 +47,11 @@ func (d *Dir) handleEvent(ev fsnotify.Event) bool {
 	if ev.Op == fsnotify.Chmod {
 		return false
 	}
-	rel, err := filepath.Rel(d.root, ev.Name)
+	rel, err := d.relOf(ev.Name)
 	if err != nil {
 		d.needRescan = true
 		return true
 	}
-	rel = filepath.ToSlash(rel)
 	if strings.HasPrefix(path.Base(rel), ".") {
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 
+	"tidemark/lake/delta"
 	"tidemark/lake/store"
 )
 
@@ -94,6 +95,9 @@ func openFileReader(ctx context.Context, st store.Store, key string) (fr *fileRe
 		}
 	}()
 	defer recoverTo(key, &err)
+	if err := delta.CheckParquetTrailer(r, r.Size()); err != nil {
+		return nil, fmt.Errorf("read %s: %w: %v", key, errCorrupt, err)
+	}
 	f, err := parquet.OpenFile(r, r.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w: %v", key, errCorrupt, err)

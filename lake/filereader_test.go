@@ -3,6 +3,7 @@ package lake
 import (
 	"os"
 	"path/filepath"
+	rtmetrics "runtime/metrics"
 	"strings"
 	"testing"
 
@@ -37,8 +38,21 @@ func FuzzReadFile(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "t", "x.parquet"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		before := allocatedBytes()
 		if _, err := readTestFile(t, st, "t/x.parquet"); err != nil && !strings.Contains(err.Error(), "t/x.parquet") {
 			t.Errorf("got error %v, want it to name t/x.parquet", err)
 		}
+		// A small corrupt file must not make the reader allocate as if it
+		// were huge (sizes in its metadata are not to be trusted).
+		if n := allocatedBytes() - before; n > 64<<20 {
+			t.Errorf("reading %d bytes allocated %d MiB", len(data), n>>20)
+		}
 	})
+}
+
+// allocatedBytes is the process's cumulative heap allocation.
+func allocatedBytes() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
 }

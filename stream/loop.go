@@ -39,14 +39,15 @@ func (r *runner) openSources(ctx context.Context, at map[string]json.RawMessage)
 // batch decodes (arrival, future-time guard) exactly as the first time.
 func (r *runner) sourceConfig() ingest.SourceConfig {
 	return ingest.SourceConfig{
-		DecoderConfig: r.cfg.Decoder,
-		Clock:         func() time.Time { return time.UnixMicro(r.readTime.Load()) },
-		Logger:        r.cfg.Logger,
-		Once:          r.cfg.Once,
-		PollOnly:      r.cfg.Poll,
-		Rescan:        r.cfg.Rescan,
-		S3:            r.cfg.S3,
-		IdleTimeout:   r.cfg.Engine.IdleTimeout,
+		DecoderConfig:  r.cfg.Decoder,
+		Clock:          func() time.Time { return time.UnixMicro(r.readTime.Load()) },
+		Logger:         r.cfg.Logger,
+		Once:           r.cfg.Once,
+		PollOnly:       r.cfg.Poll,
+		Rescan:         r.cfg.Rescan,
+		S3:             r.cfg.S3,
+		IdleTimeout:    r.cfg.Engine.IdleTimeout,
+		FollowSymlinks: r.cfg.FollowSymlinks,
 	}
 }
 

@@ -39,6 +39,10 @@ type RunnerConfig struct {
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
 	MetricsAddr  string        // serve Prometheus metrics here; "" = off
 
+	// FollowSymlinks follows every symbolic link of local sources; by
+	// default only links resolving inside a source's root are followed.
+	FollowSymlinks bool
+
 	// LakeStore and CheckpointStore, when set, are used instead of opening
 	// Lake and Checkpoint (a caller with a store of its own; tests that
 	// inject write failures).
@@ -161,6 +165,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		}
 	}()
 	if cfg.MetricsAddr != "" {
+		warnExposed(ctx, cfg.Logger, cfg.MetricsAddr)
 		r.metrics = newMetrics(cfg)
 		if err := r.metrics.serve(cfg.MetricsAddr); err != nil {
 			return nil, err

@@ -20,7 +20,7 @@ func newApp() *cli.App {
 		Name:    "tidemark",
 		Usage:   "event-time windows from a stream, made exact by a nightly batch over a Delta Lake",
 		Version: tidemark.Version,
-		Commands: []*cli.Command{
+		Commands: withLocationCheck([]*cli.Command{
 			streamCommand(),
 			reconcileCommand(),
 			latenessCommand(),
@@ -31,7 +31,7 @@ func newApp() *cli.App {
 			vacuumCommand(),
 			repairCommand(),
 			checkpointCommand(),
-		},
+		}),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile (pprof) of the run to this file", EnvVars: env("cpuprofile")},
 		},

@@ -53,6 +53,7 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name: the checkpoint's name and the lake's txn app id", EnvVars: env("name")},
 			&cli.StringFlag{Name: "progress", Usage: "write one JSON progress line per batch to this file (default: stderr)", EnvVars: env("progress")},
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default: off)", EnvVars: env("metrics-addr")},
+			&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links of local sources wherever they lead (default: only links that stay inside the source directory)", EnvVars: env("follow-symlinks")},
 			&cli.BoolFlag{Name: "poll", Usage: "find new data by periodic rescans only (no fsnotify), e.g. on network filesystems", EnvVars: env("poll")},
 			&cli.DurationFlag{Name: "rescan-interval", Value: 10 * time.Second, Usage: "full rescan of local sources (a backstop for lost fsnotify events), or the S3 polling interval", EnvVars: env("rescan-interval")},
 		}, loggingFlags()...),
@@ -149,6 +150,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.Once = c.Bool("once")
 	cfg.Drain = c.Bool("drain")
 	cfg.Poll = c.Bool("poll")
+	cfg.FollowSymlinks = c.Bool("follow-symlinks")
 	cfg.Rescan = c.Duration("rescan-interval")
 	cfg.MetricsAddr = c.String("metrics-addr")
 	return cfg, nil

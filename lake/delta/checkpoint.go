@@ -265,6 +265,9 @@ func readCheckpointFile(ctx context.Context, st store.Store, key string) (action
 			actions, err = nil, fmt.Errorf("corrupt parquet: %v", p)
 		}
 	}()
+	if err := CheckParquetTrailer(r, r.Size()); err != nil {
+		return nil, fmt.Errorf("corrupt parquet: %w", err)
+	}
 	f, err := parquet.OpenFile(r, r.Size())
 	if err != nil {
 		return nil, err

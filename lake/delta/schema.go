@@ -127,6 +127,9 @@ func (f *StructField) UnmarshalJSON(b []byte) error {
 	if w.Name == nil {
 		return fmt.Errorf("field without name")
 	}
+	if w.Type.Name == "" {
+		return fmt.Errorf("field %q without type", *w.Name) // Delta requires one; without it the schema could not be written back
+	}
 	*f = StructField{Name: *w.Name, Type: w.Type, Nullable: w.Nullable, Metadata: w.Metadata}
 	return nil
 }

@@ -16,7 +16,8 @@ import (
 // the hidden ".tidemark-tmp" directory at the root (never next to table data,
 // never named *.parquet), fsynced, and renamed into place, then the parent
 // directory is fsynced: readers never see a partial object and a completed
-// Put survives a power loss.
+// Put survives a power loss. Files and directories get the modes the
+// process umask leaves of 0666 and 0777, as cp, Spark and DuckDB do (mode.go).
 type Dir struct {
 	root string
 	// linkOnly skips renameat2 and publishes PutIfAbsent with link(2), as
@@ -32,7 +33,7 @@ func OpenDir(root string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open dir store %s: %w", root, err)
 	}
-	if err := os.MkdirAll(filepath.Join(abs, tmpDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(abs, tmpDir), dirMode); err != nil {
 		return nil, fmt.Errorf("open dir store %s: %w", root, err)
 	}
 	return &Dir{root: abs}, nil
@@ -126,7 +127,7 @@ func (d *Dir) publishNoReplace(tmp, p string) (renamed bool, err error) {
 
 // writeTemp copies r into a new fsynced temp file and returns its path.
 func (d *Dir) writeTemp(r io.Reader, size int64) (string, error) {
-	f, err := os.CreateTemp(filepath.Join(d.root, tmpDir), "put-*.tmp")
+	f, err := createTemp(filepath.Join(d.root, tmpDir), "put-", ".tmp")
 	if err != nil {
 		return "", err
 	}
@@ -158,7 +159,7 @@ func (d *Dir) mkdirAll(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, dirMode); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil // a racing Put made it
 		}

@@ -63,12 +63,17 @@ func (c S3Config) endpoint() (host string, secure bool, err error) {
 	if ep == "" {
 		return "s3.amazonaws.com", !c.Insecure, nil
 	}
+	// Every message below names the endpoint without its userinfo: a
+	// credential must never reach a log or a terminal.
+	if redacted := RedactURL(ep); redacted != ep {
+		return "", false, fmt.Errorf("s3 endpoint %q: credentials in the endpoint URL are refused (they show in ps, shell history and logs); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", redacted)
+	}
 	if !strings.Contains(ep, "://") {
 		return ep, !c.Insecure, nil
 	}
 	u, err := url.Parse(ep)
 	if err != nil {
-		return "", false, fmt.Errorf("s3 endpoint %q: %w", ep, err)
+		return "", false, fmt.Errorf("s3 endpoint %q: not a URL (want scheme://host[:port])", ep)
 	}
 	if u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 		return "", false, fmt.Errorf("s3 endpoint %q: want scheme://host[:port]", ep)
@@ -124,4 +129,21 @@ func (c S3Config) partSize() (int64, error) {
 		return 0, fmt.Errorf("s3 part size %d: want at least %d", c.PartSize, minPartSize)
 	}
 	return c.PartSize, nil
+}
+
+// RedactURL replaces the userinfo of a URL, or of a scheme-less
+// "user:pass@host", with "***", for messages. It works on text url.Parse
+// rejects too. ingest/s3client.go holds a copy (ingest may not import lake/).
+func RedactURL(s string) string {
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + 3
+	}
+	// Up to the last "@" anywhere: a secret pasted unescaped may hold "/",
+	// "?" or "#", and no host or endpoint path holds "@".
+	at := strings.LastIndex(s[start:], "@")
+	if at < 0 {
+		return s
+	}
+	return s[:start] + "***" + s[start+at:]
 }

@@ -43,6 +43,13 @@ const RequireS3Env = "TIDEMARK_REQUIRE_S3"
 // each test may start its own.
 func StartVersity(t testing.TB) *Server {
 	t.Helper()
+	return StartVersityKeys(t, "tidemark", "tidemark-secret-"+randHex(8))
+}
+
+// StartVersityKeys is StartVersity with the given root credentials (tests
+// that look for credentials in outputs choose unmistakable ones).
+func StartVersityKeys(t testing.TB, accessKey, secretKey string) *Server {
+	t.Helper()
 	bin := findVersity()
 	if bin == "" {
 		if os.Getenv(RequireS3Env) == "1" {
@@ -50,7 +57,7 @@ func StartVersity(t testing.TB) *Server {
 		}
 		t.Skip("versitygw not found on $PATH or in $(go env GOPATH)/bin; set " + RequireS3Env + "=1 to fail instead")
 	}
-	s := &Server{AccessKey: "tidemark", SecretKey: "tidemark-secret-" + randHex(8), Region: "us-east-1", bin: bin, dir: t.TempDir()}
+	s := &Server{AccessKey: accessKey, SecretKey: secretKey, Region: "us-east-1", bin: bin, dir: t.TempDir()}
 	t.Cleanup(s.Kill)
 	var lastErr error
 	for range 3 { // the free port may be taken between our probe and the server's bind
