@@ -46,7 +46,7 @@ func (w *walk) enter(e fs.DirEntry) bool {
 	id := [2]uint64{}
 	id[0], id[1] = fileID(fi)
 	if id == [2]uint64{} {
-		return true // no identity on this platform: links to directories are not followed
+		return true // no identity on this platform: followLink does not descend links to directories
 	}
 	if w.dirs[id] {
 		return false
@@ -63,8 +63,8 @@ func (d *Dir) followLink(w *walk, p, rel string) error {
 			return nil // dangling
 		}
 		if fi.IsDir() {
-			if !d.cfg.FollowSymlinks {
-				return nil
+			if _, ino := fileID(fi); !d.cfg.FollowSymlinks || ino == 0 {
+				return nil // without an identity, loops could not be told apart
 			}
 			real, err := filepath.EvalSymlinks(p)
 			if err != nil {
