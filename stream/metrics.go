@@ -26,6 +26,7 @@ type metrics struct {
 	emitted     prometheus.Counter
 	stateRows   prometheus.Gauge
 	stateBytes  prometheus.Gauge
+	ckptBytes   prometheus.Counter
 	duration    prometheus.Histogram
 	srcMark     *prometheus.GaugeVec
 	srcMax      *prometheus.GaugeVec
@@ -59,6 +60,8 @@ func newMetrics(cfg RunnerConfig) *metrics {
 			Help: "Open (window, key) aggregates held in memory."}),
 		stateBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tidemark_state_bytes",
 			Help: "Estimated bytes held by open window state."}),
+		ckptBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "tidemark_checkpoint_bytes_total",
+			Help: "Bytes written to the checkpoint: write-ahead entries, state changelogs and snapshots, commit entries."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tidemark_batch_duration_seconds",
 			Help: "Wall time to process and commit one batch.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		srcMark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tidemark_source_watermark_seconds",
@@ -71,7 +74,7 @@ func newMetrics(cfg RunnerConfig) *metrics {
 			Help: "Always 1: where the stream reads and writes, as labels."}, []string{"name", "lake", "checkpoint"}),
 	}
 	m.reg.MustRegister(m.watermark, m.maxEvent, m.dropped, m.rows, m.quarantined, m.batches,
-		m.emitted, m.stateRows, m.stateBytes, m.duration, m.srcMark, m.srcMax, m.srcIdle, m.info)
+		m.emitted, m.stateRows, m.stateBytes, m.ckptBytes, m.duration, m.srcMark, m.srcMax, m.srcIdle, m.info)
 	m.info.WithLabelValues(cfg.Name, cfg.Lake, cfg.Checkpoint).Set(1)
 	for _, r := range tidemark.Reasons {
 		m.quarantined.WithLabelValues(string(r))
@@ -142,5 +145,6 @@ func (m *metrics) observe(p progress, res BatchResult, marks []sourceMark) {
 	m.emitted.Add(float64(len(res.Emitted)))
 	m.stateRows.Set(float64(res.OpenWindows))
 	m.stateBytes.Set(float64(res.StateBytes))
+	m.ckptBytes.Add(float64(p.CkptBytes))
 	m.duration.Observe(p.DurationMs / 1000)
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +142,12 @@ func TestRunnerMetricsAndCleanStop(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
+	}
+	// Every batch writes at least its write-ahead and commit entries.
+	if m := regexp.MustCompile(`(?m)^tidemark_checkpoint_bytes_total (\S+)$`).FindSubmatch(body); m == nil {
+		t.Errorf("/metrics lacks tidemark_checkpoint_bytes_total:\n%s", body)
+	} else if v, err := strconv.ParseFloat(string(m[1]), 64); err != nil || v < 100 {
+		t.Errorf("tidemark_checkpoint_bytes_total %s, want the bytes of at least two batches' entries", m[1])
 	}
 	cancel()
 	if err := <-done; err != nil {

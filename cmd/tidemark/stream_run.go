@@ -49,7 +49,7 @@ func runStream(c *cli.Context) error {
 		}
 	}
 	if p := c.String("progress"); p != "" {
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666) // the umask decides, as for every file tidemark creates
 		if err != nil {
 			return fmt.Errorf("--progress: %w", err)
 		}
