@@ -59,6 +59,9 @@ type commitEntry struct {
 	State     *stateRef                  `json:"state,omitempty"`
 	Engine    []byte                     `json:"engine,omitempty"` // the whole state, inline: checkpoints written before state/ existed
 	Watermark *int64                     `json:"watermark,omitempty"`
+	// SourceWatermarks is each source's watermark (µs) after the batch,
+	// with its own budget: for inspection, which knows no budgets.
+	SourceWatermarks map[string]int64 `json:"source_watermarks,omitempty"`
 }
 
 // keepEntries is how many offsets/commits entries survive cleanup.
@@ -145,7 +148,7 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 	if err != nil {
 		return err
 	}
-	entry := commitEntry{BatchID: batchID, End: end, State: ref}
+	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.sourceWatermarks()}
 	w, hasW := eng.w, eng.hasW
 	if state != nil {
 		w, hasW = state.Watermark, state.HasWatermark

@@ -269,8 +269,11 @@ type committedBatch struct {
 	BatchID   int64                      // -1: nothing committed yet
 	End       map[string]json.RawMessage // per source, the position after the batch
 	Watermark *int64                     // nil before any watermark
-	State     *State                     // the engine state, snapshot and changelogs folded (sorted)
-	Pending   *offsetsEntry              // a batch logged after it and not committed (a restart replays it)
+	// SourceWatermarks is each source's watermark (µs), as the batch's
+	// commit recorded it; nil in checkpoints written before it was.
+	SourceWatermarks map[string]int64
+	State            *State        // the engine state, snapshot and changelogs folded (sorted)
+	Pending          *offsetsEntry // a batch logged after it and not committed (a restart replays it)
 }
 
 // latestCommitted reads, without changing anything, the latest committed
@@ -289,6 +292,7 @@ func latestCommitted(ctx context.Context, st store.Store) (committedBatch, error
 		return out, nil
 	}
 	out.BatchID, out.End, out.Watermark = rec.commit.BatchID, rec.commit.End, rec.commit.Watermark
+	out.SourceWatermarks = rec.commit.SourceWatermarks
 	if out.State, err = rec.state.State(); err != nil {
 		return out, fmt.Errorf("checkpoint %s: engine state of batch %d: %w", st, rec.commit.BatchID, err)
 	}

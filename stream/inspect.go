@@ -74,6 +74,7 @@ type PendingBatch struct {
 type SourceStatus struct {
 	Name         string       `json:"name"`
 	MaxEventTime *time.Time   `json:"max_event_time,omitempty"` // nil while it has sent no valid event
+	Watermark    *time.Time   `json:"watermark,omitempty"`      // its max event time minus its budget; nil before one
 	LastSeen     *time.Time   `json:"last_seen,omitempty"`      // the last batch holding a line of it
 	Files        []FileStatus `json:"files"`
 }
@@ -287,6 +288,9 @@ func (s checkpointSnapshot) status(where string) (Status, error) {
 		ss := get(src.Name)
 		if src.HasEventTime {
 			ss.MaxEventTime = timePtr(src.MaxEventTime)
+		}
+		if w, ok := c.SourceWatermarks[src.Name]; ok && w > tidemark.MinTime {
+			ss.Watermark = timePtr(w)
 		}
 		if src.LastSeen > 0 {
 			t := time.Unix(0, src.LastSeen).UTC()

@@ -33,6 +33,7 @@ func TestInspect(t *testing.T) {
 	cfg := runnerConfig(t, dirA, lakeDir)
 	cfg.Sources = append(cfg.Sources, dirB)
 	cfg.Once = true
+	cfg.Engine.SourceLateness = map[string]int64{dirB: 1e6} // b's own budget: 1 s
 	appendLine(t, filepath.Join(dirA, "a.ndjson"), `{"event_time":"2026-01-01T00:00:00.5Z","page":"/a","value":1}`)
 	appendLine(t, filepath.Join(dirA, "a.ndjson"), `{"event_time":"2026-01-01T00:00:02.5Z","page":"/b","value":1}`)
 	appendLine(t, filepath.Join(dirB, "b.ndjson"), `{"event_time":"2026-01-01T00:00:01.5Z","page":"/a","value":1}`)
@@ -62,7 +63,7 @@ func TestInspect(t *testing.T) {
 	if _, err := os.Stat("/proc/locks"); err == nil && (!st.Lock.Known || st.Lock.Held) {
 		t.Errorf("lock %+v after the stream stopped", st.Lock)
 	}
-	// W = min(max a 00:02.5, max b 00:03.5) after the second run.
+	// W = min(max a 00:02.5, max b 00:03.5 − b's 1 s) after the second run.
 	if want := time.Date(2026, 1, 1, 0, 0, 2, 5e8, time.UTC); st.Watermark == nil || !st.Watermark.Equal(want) {
 		t.Errorf("watermark %v, want %v", st.Watermark, want)
 	}
@@ -72,6 +73,12 @@ func TestInspect(t *testing.T) {
 	a := st.Sources[0]
 	if a.MaxEventTime == nil || !a.MaxEventTime.Equal(time.Date(2026, 1, 1, 0, 0, 2, 5e8, time.UTC)) || a.LastSeen == nil {
 		t.Errorf("source a: max %v, last seen %v", a.MaxEventTime, a.LastSeen)
+	}
+	// Each source's watermark with its own budget: a 00:02.5 − 0, b 00:03.5 − 1 s.
+	for i, want := range []time.Time{time.Date(2026, 1, 1, 0, 0, 2, 5e8, time.UTC), time.Date(2026, 1, 1, 0, 0, 2, 5e8, time.UTC)} {
+		if w := st.Sources[i].Watermark; w == nil || !w.Equal(want) {
+			t.Errorf("source %s: watermark %v, want %v", st.Sources[i].Name, w, want)
+		}
 	}
 	if len(a.Files) != 1 || a.Files[0].Path != "a.ndjson" || a.Files[0].Offset != 2*62 {
 		t.Errorf("source a files %+v, want a.ndjson at 124 (two lines)", a.Files)

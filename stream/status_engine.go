@@ -17,6 +17,18 @@ type sourceMark struct {
 	Idle         bool  // silent for IdleTimeout at now: not holding W back
 }
 
+// sourceWatermarks returns the watermark of every source that has one, by
+// name (µs).
+func (e *Engine) sourceWatermarks() map[string]int64 {
+	out := make(map[string]int64, len(e.sources))
+	for name, s := range e.sources {
+		if lvl, ok := s.level(); ok {
+			out[name] = subSat(lvl, e.cfg.lateness(name))
+		}
+	}
+	return out
+}
+
 // sourceMarks returns each source's max event time, watermark and idleness
 // at now (the last batch's now), sorted by name. It reads the same fields
 // advance does, so the figures are the ones W was computed from.

@@ -147,6 +147,7 @@ func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 		fmt.Fprintf(w, "\nsource %s\n", s.Name)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "  max event time\t%s\n", opt(s.MaxEventTime))
+		fmt.Fprintf(tw, "  watermark\t%s\n", opt(s.Watermark))
 		if s.LastSeen != nil {
 			fmt.Fprintf(tw, "  last line read\t%s\n", ago(*s.LastSeen))
 		}
