@@ -7,15 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"tidemark"
 	"tidemark/ingest"
@@ -136,30 +132,6 @@ func lockHolder(ctx context.Context, st store.Store) Holder {
 		exp = time.UnixMilli(l.LegacyExpires).UTC()
 	}
 	return Holder{Known: true, Held: time.Now().Before(exp), PID: l.PID, Host: l.Host, Expires: &exp}
-}
-
-// flockHolder finds the process holding a flock(2) on path in procLocks.
-func flockHolder(path, procLocks string) Holder {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Holder{Known: true} // never locked
-	}
-	sys, ok := fi.Sys().(*syscall.Stat_t)
-	if err != nil || !ok {
-		return Holder{}
-	}
-	data, err := os.ReadFile(procLocks)
-	if err != nil {
-		return Holder{}
-	}
-	dev := uint64(sys.Dev)
-	for line := range strings.Lines(string(data)) {
-		l, ok := parseProcLock(line)
-		if ok && l.flock && l.inode == sys.Ino && l.major == unix.Major(dev) && l.minor == unix.Minor(dev) {
-			return Holder{Known: true, Held: true, PID: l.pid}
-		}
-	}
-	return Holder{Known: true}
 }
 
 // procLock is one line of /proc/locks:
