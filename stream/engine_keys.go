@@ -84,15 +84,8 @@ func (t *keyTable) del(k tidemark.Key, id int32) {
 // rehash rebuilds the table without tombstones, sized for n keys at under
 // half full.
 func (t *keyTable) rehash(keys []keyEntry, n int) {
-	size := 16
-	for size < 2*n {
-		size *= 2
-	}
 	old := t.slots
-	t.slots = make([]int32, size)
-	for i := range t.slots {
-		t.slots[i] = emptySlot
-	}
+	t.slots = emptySlots(n)
 	t.live, t.used = 0, 0
 	for _, id := range old {
 		if id >= 0 {
@@ -179,19 +172,26 @@ func (t *slotTable) del(slots []slot, idx int32) {
 // rehash rebuilds the table without tombstones, sized for n pairs at under
 // half full.
 func (t *slotTable) rehash(slots []slot, n int) {
-	size := 16
-	for size < 2*n {
-		size *= 2
-	}
 	old := t.slots
-	t.slots = make([]int32, size)
-	for i := range t.slots {
-		t.slots[i] = emptySlot
-	}
+	t.slots = emptySlots(n)
 	t.live, t.used = 0, 0
 	for _, idx := range old {
 		if idx >= 0 {
 			t.put(slots, idx)
 		}
 	}
+}
+
+// emptySlots returns the slots of an open-addressing table for n entries:
+// a power of two at least 16 and over twice n, every one empty.
+func emptySlots(n int) []int32 {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	slots := make([]int32, size)
+	for i := range slots {
+		slots[i] = emptySlot
+	}
+	return slots
 }
