@@ -1,0 +1,77 @@
+package main
+
+import (
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"tidemark/lake"
+)
+
+func windowsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "windows",
+		Usage: "print the current window results of a lake",
+		Flags: append(lakeFlags(),
+			&cli.StringFlag{Name: "from", Usage: "only windows starting at or after this time (RFC 3339 or date)", EnvVars: env("from")},
+			&cli.StringFlag{Name: "to", Usage: "only windows starting before this time", EnvVars: env("to")},
+			&cli.Int64Flag{Name: "version", Value: -1, Usage: "read window_results as of this Delta version (time travel); -1 = latest", EnvVars: env("version")},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, csv or json (one object per line)", EnvVars: env("format")},
+		),
+		Action: func(c *cli.Context) error {
+			from, to, err := timeRange(c)
+			if err != nil {
+				return err
+			}
+			f, err := newRenderer(c.String("format"))
+			if err != nil {
+				return err
+			}
+			lk, err := openLake(c, true)
+			if err != nil {
+				return err
+			}
+			rows, err := lk.Windows(c.Context, from, to, c.Int64("version"))
+			if err != nil {
+				return err
+			}
+			cfg := lk.Config()
+			header := append([]string{"window_start", "window_end"}, cfg.Keys...)
+			header = append(header, "count", "sum", "min", "max", "final", "origin", "revision", "computed_at", "watermark")
+			f.header(header)
+			for _, r := range rows {
+				f.row(windowCells(r, len(cfg.Keys)))
+			}
+			return f.flush(c.App.Writer)
+		},
+	}
+}
+
+// windowCells renders one window_results row; nil cells are nulls.
+func windowCells(r lake.WindowRow, nkeys int) []cell {
+	cells := []cell{timeCell(r.Window.Start), timeCell(r.Window.End)}
+	parts := r.Key.Parts()
+	for i := range nkeys {
+		if i < len(parts) && !parts[i].Null {
+			cells = append(cells, strCell(parts[i].Value))
+		} else {
+			cells = append(cells, nullCell())
+		}
+	}
+	cells = append(cells, numCell(strconv.FormatInt(r.Agg.Count, 10)))
+	for _, v := range []float64{r.Agg.Total(), r.Agg.Min, r.Agg.Max} {
+		if r.Agg.Values == 0 {
+			cells = append(cells, nullCell())
+		} else {
+			cells = append(cells, numCell(strconv.FormatFloat(v, 'g', -1, 64)))
+		}
+	}
+	cells = append(cells, numCell(strconv.FormatBool(r.Final)), strCell(r.Origin),
+		numCell(strconv.FormatInt(r.Revision, 10)), timeCell(r.ComputedAt))
+	if r.Watermark != nil {
+		cells = append(cells, timeCell(*r.Watermark))
+	} else {
+		cells = append(cells, nullCell())
+	}
+	return cells
+}
