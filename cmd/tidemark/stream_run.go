@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +13,7 @@ import (
 )
 
 // runStream is the action of `tidemark stream`.
-func runStream(c *cli.Context) error {
+func runStream(c *cli.Context) (err error) {
 	cfg, err := streamConfig(c)
 	if err != nil {
 		return err
@@ -49,11 +50,17 @@ func runStream(c *cli.Context) error {
 		}
 	}
 	if p := c.String("progress"); p != "" {
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666) // the umask decides, as for every file tidemark creates
-		if err != nil {
-			return fmt.Errorf("--progress: %w", err)
+		f, oerr := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666) // the umask decides, as for every file tidemark creates
+		if oerr != nil {
+			return fmt.Errorf("--progress: %w", oerr)
 		}
-		defer f.Close()
+		// The progress file is a write path: a failed Close (a lost last
+		// line) is reported with the run's own error, not dropped.
+		defer func() {
+			if cerr := f.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("--progress: %w", cerr))
+			}
+		}()
 		cfg.Progress = f
 	}
 	sum, err := stream.Run(c.Context, cfg)
