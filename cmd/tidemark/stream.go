@@ -22,7 +22,7 @@ func streamCommand() *cli.Command {
 		Description: "Tails every --source, groups events into event-time windows gated by a watermark\n" +
 			"(max event time seen minus --lateness), and emits a window when the watermark closes it.\n" +
 			"Every line lands in the lake exactly once: raw_events (ok or late) or quarantine.",
-		Flags: append([]cli.Flag{
+		Flags: slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "source", Usage: "directory (optionally with a glob) or s3://bucket/prefix; repeatable, one watermark input each", EnvVars: env("source")},
 			&cli.StringFlag{Name: "format", Value: "ndjson", Usage: "input format: ndjson or csv (with a header line)", EnvVars: env("format")},
 			&cli.StringFlag{Name: "time-field", Value: "event_time", Usage: "field holding the event time", EnvVars: env("time-field")},
@@ -47,8 +47,7 @@ func streamCommand() *cli.Command {
 			&cli.BoolFlag{Name: "once", Usage: "process everything available now, then exit (open windows stay in the checkpoint)", EnvVars: env("once")},
 			&cli.BoolFlag{Name: "drain", Usage: "with --once: then close every open window (a backfill)", EnvVars: env("drain")},
 			&cli.BoolFlag{Name: "print", Usage: "print each emitted window as a JSON line on stdout", EnvVars: env("print")},
-			&cli.StringFlag{Name: "lake", Value: "./tidemark-lake", Usage: "lake location: a directory or s3://bucket/prefix", EnvVars: env("lake")},
-			&cli.StringFlag{Name: "s3-endpoint", Usage: "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS)", EnvVars: append(env("s3-endpoint"), "AWS_ENDPOINT_URL")},
+		}, lakeFlags(), []cli.Flag{ // the shared --lake/--s3-endpoint, kept at their place in --help
 			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint location (default: <lake>/_checkpoints/<name>)", EnvVars: env("checkpoint")},
 			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name: the checkpoint's name and the lake's txn app id", EnvVars: env("name")},
 			&cli.StringFlag{Name: "progress", Usage: "write one JSON progress line per batch to this file (default: stderr)", EnvVars: env("progress")},
@@ -56,7 +55,7 @@ func streamCommand() *cli.Command {
 			&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links of local sources wherever they lead (default: only links that stay inside the source directory)", EnvVars: env("follow-symlinks")},
 			&cli.BoolFlag{Name: "poll", Usage: "find new data by periodic rescans only (no fsnotify), e.g. on network filesystems", EnvVars: env("poll")},
 			&cli.DurationFlag{Name: "rescan-interval", Value: 10 * time.Second, Usage: "full rescan of local sources (a backstop for lost fsnotify events), or the S3 polling interval", EnvVars: env("rescan-interval")},
-		}, loggingFlags()...),
+		}, loggingFlags()),
 		Action: runStream,
 	}
 }
