@@ -3,15 +3,8 @@ package tidemark
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
-
-// MaxTime is +infinity for watermarks (the --drain watermark).
-const MaxTime int64 = math.MaxInt64
-
-// MinTime is -infinity: "no watermark yet".
-const MinTime int64 = math.MinInt64
 
 // Window is a half-open event-time interval [Start, End) in microseconds.
 type Window struct {
@@ -69,7 +62,7 @@ func (s WindowSpec) Sliding() bool { return s.slide() != s.Size }
 // recomputation and the lateness what-if all call it.
 func (s WindowSpec) Assign(dst []Window, t int64) []Window {
 	slide := s.slide()
-	last := floorDiv(t, slide) * slide // the latest start <= t
+	last := FloorDiv(t, slide) * slide // the latest start <= t
 	first := last
 	for first-slide > t-s.Size {
 		first -= slide
@@ -78,19 +71,4 @@ func (s WindowSpec) Assign(dst []Window, t int64) []Window {
 		dst = append(dst, Window{Start: start, End: start + s.Size})
 	}
 	return dst
-}
-
-// floorDiv divides rounding toward -infinity, so negative times align too.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-// FormatTime renders µs since the epoch as RFC 3339 UTC with only the
-// fractional digits needed.
-func FormatTime(us int64) string {
-	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"tidemark"
 	"tidemark/lake"
 	"tidemark/lake/store"
 )
@@ -101,10 +102,5 @@ func (c Config) rangeBounds(now time.Time) (from, to int64, ok bool) {
 	return 0, 0, false
 }
 
-func dayOf(us int64) int64 {
-	d := us / usPerDay
-	if us%usPerDay < 0 {
-		d--
-	}
-	return d * usPerDay
-}
+// dayOf returns the start of the UTC day holding us.
+func dayOf(us int64) int64 { return tidemark.FloorDiv(us, usPerDay) * usPerDay }
