@@ -25,6 +25,15 @@ func FloorDiv(a, b int64) int64 {
 	return q
 }
 
+// SubSat returns a-b for b >= 0, saturating at MinTime instead of wrapping
+// (a watermark minus a lateness budget).
+func SubSat(a, b int64) int64 {
+	if a < MinTime+b {
+		return MinTime
+	}
+	return a - b
+}
+
 // FormatTime renders µs since the epoch as RFC 3339 UTC with only the
 // fractional digits needed.
 func FormatTime(us int64) string {

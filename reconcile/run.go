@@ -142,7 +142,7 @@ func (r *run) lateWindows(ctx context.Context, p *progress, rawTo int64) (map[in
 	if p.raw > 0 {
 		from := lake.AllFrom
 		if p.hasWM {
-			from = satSub(p.wm, r.spec.Size)
+			from = tidemark.SubSat(p.wm, r.spec.Size)
 		}
 		if err := scanLate(lake.RawQuery{From: from}); err != nil {
 			return nil, fmt.Errorf("find late rows of windows open at the last run: %w", err)
@@ -163,7 +163,7 @@ func (r *run) checkRange(ctx context.Context) (from, to int64, ok bool, err erro
 	if err != nil || !has {
 		return 0, 0, false, err
 	}
-	from, to = max(from, satSub(lo, r.spec.Size)), min(to, hi)
+	from, to = max(from, tidemark.SubSat(lo, r.spec.Size)), min(to, hi)
 	return from, to, from < to, nil
 }
 
@@ -304,11 +304,4 @@ func (r *run) noteDelta(b *batch.Row, old *lake.WindowRow) {
 		c := d
 		r.rep.LargestRel = &c
 	}
-}
-
-func satSub(a, b int64) int64 {
-	if a < math.MinInt64+b {
-		return math.MinInt64
-	}
-	return a - b
 }

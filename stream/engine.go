@@ -401,7 +401,7 @@ func (e *Engine) advance(nowNs int64) {
 		if !ok || (!s.capped && idle > 0 && nowNs-s.lastSeen >= idle) {
 			continue
 		}
-		wm := subSat(m, e.cfg.lateness(name))
+		wm := tidemark.SubSat(m, e.cfg.lateness(name))
 		switch {
 		case !found:
 			w, found = wm, true
@@ -431,14 +431,6 @@ func (s *source) level() (m int64, ok bool) {
 		return s.max, true
 	}
 	return 0, false
-}
-
-// subSat returns a-b for b >= 0, saturating at tidemark.MinTime.
-func subSat(a, b int64) int64 {
-	if a < tidemark.MinTime+b {
-		return tidemark.MinTime
-	}
-	return a - b
 }
 
 // closes reports whether the window starting at start is closed by W.
