@@ -15,6 +15,13 @@ const MaxTime int64 = math.MaxInt64
 // MinTime is -infinity: "no watermark yet".
 const MinTime int64 = math.MinInt64
 
+// Microseconds per hour and per day: the lake partitions raw events by hour
+// and window results by day.
+const (
+	MicrosPerHour = int64(time.Hour / time.Microsecond)
+	MicrosPerDay  = 24 * MicrosPerHour
+)
+
 // FloorDiv divides rounding toward -infinity, so negative times align the
 // same way as positive ones (FloorDiv(-1, 10) == -1).
 func FloorDiv(a, b int64) int64 {

@@ -23,8 +23,6 @@ import (
 	"tidemark/lake/store"
 )
 
-const usPerDay = int64(24 * time.Hour / time.Microsecond)
-
 // Run reconciles the lake once and returns what it did. A held lock is a
 // *LockedError.
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
@@ -103,4 +101,6 @@ func (c Config) rangeBounds(now time.Time) (from, to int64, ok bool) {
 }
 
 // dayOf returns the start of the UTC day holding us.
-func dayOf(us int64) int64 { return tidemark.FloorDiv(us, usPerDay) * usPerDay }
+func dayOf(us int64) int64 {
+	return tidemark.FloorDiv(us, tidemark.MicrosPerDay) * tidemark.MicrosPerDay
+}
