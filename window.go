@@ -47,21 +47,24 @@ func NewWindowSpec(size, slide time.Duration) (WindowSpec, error) {
 	return WindowSpec{Size: size.Microseconds(), Slide: slide.Microseconds()}, nil
 }
 
-func (s WindowSpec) slide() int64 {
+// Normalized returns s with the slide made explicit: a Slide of 0 (or less)
+// becomes Size, so two specs of the same windows compare equal. This is the
+// one place the "0 means tumbling" rule is applied.
+func (s WindowSpec) Normalized() WindowSpec {
 	if s.Slide <= 0 {
-		return s.Size
+		s.Slide = s.Size
 	}
-	return s.Slide
+	return s
 }
 
 // Sliding reports whether a row can belong to more than one window.
-func (s WindowSpec) Sliding() bool { return s.slide() != s.Size }
+func (s WindowSpec) Sliding() bool { return s.Normalized().Slide != s.Size }
 
 // Assign appends to dst every window containing t, in ascending start order.
 // This is the one place window assignment is defined; the stream, the batch
 // recomputation and the lateness what-if all call it.
 func (s WindowSpec) Assign(dst []Window, t int64) []Window {
-	slide := s.slide()
+	slide := s.Normalized().Slide
 	last := FloorDiv(t, slide) * slide // the latest start <= t
 	first := last
 	for first-slide > t-s.Size {
