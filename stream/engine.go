@@ -229,21 +229,10 @@ func (e *Engine) Drain() BatchResult {
 
 // finish sorts the emitted windows and fills in the state figures.
 func (e *Engine) finish(res *BatchResult) {
-	slices.SortFunc(res.Emitted, compareResults)
+	slices.SortFunc(res.Emitted, tidemark.CompareResults)
 	res.Watermark, res.HasWatermark = e.w, e.hasW
 	res.OpenWindows = e.index.Len()
 	res.StateBytes = e.stateBytes()
-}
-
-// compareResults orders results by window start, end and key.
-func compareResults(a, b tidemark.Result) int {
-	if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
-		return c
-	}
-	return a.Key.Compare(b.Key)
 }
 
 // source returns the state of the named source, creating it.

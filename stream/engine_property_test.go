@@ -140,7 +140,7 @@ func reference(cfg Config, history []batchIn, drain bool) (refOut, map[winKey]ti
 		}
 		clear(open)
 	}
-	slices.SortFunc(out.emitted, compareResults)
+	slices.SortFunc(out.emitted, tidemark.CompareResults)
 	return out, open
 }
 

@@ -48,7 +48,7 @@ func (e *Engine) State() *State {
 			s := &e.slots[idx]
 			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
 		}
-		slices.SortFunc(st.Open[from:], compareResults)
+		slices.SortFunc(st.Open[from:], tidemark.CompareResults)
 	}
 	return st
 }
