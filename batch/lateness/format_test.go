@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -123,8 +124,9 @@ func TestCSVAndTable(t *testing.T) {
 	}
 }
 
-// TestPlot checks the SVG is well-formed XML with its parts, and with
-// -update rewrites testdata/sample.svg (look at it: rsvg-convert it to PNG).
+// TestPlot checks the SVG is well-formed XML with its parts and equals the
+// golden testdata/sample.svg; -update rewrites it (look at it:
+// rsvg-convert it to PNG).
 func TestPlot(t *testing.T) {
 	d := makeLake(t, genConfig{n: 20_000, sources: []string{"s1"}, lateness: 30 * usSecond, seed: 9, maxBatch: 400})
 	rep := run(t, d, Config{})
@@ -147,9 +149,35 @@ func TestPlot(t *testing.T) {
 			t.Errorf("plot lacks %q", want)
 		}
 	}
+	const golden = "testdata/sample.svg"
 	if *update {
-		if err := os.WriteFile("testdata/sample.svg", buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != string(want) {
+		t.Errorf("plot differs from %s (if the change is meant, rerun with -update and look at it):\n%s", golden, firstDiff(got, string(want)))
+	}
+}
+
+// firstDiff shows the first line where got and want differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d: got %q, want %q", i+1, gl, wl)
+		}
+	}
+	return "no line differs"
 }
