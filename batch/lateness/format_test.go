@@ -5,8 +5,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -159,25 +159,16 @@ func TestPlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.String(); got != string(want) {
-		t.Errorf("plot differs from %s (if the change is meant, rerun with -update and look at it):\n%s", golden, firstDiff(got, string(want)))
+	if !bytes.Equal(buf.Bytes(), want) {
+		// Kept after the test (not t.TempDir) so it can be looked at.
+		f, err := os.CreateTemp("", "sample-*.svg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Write(buf.Bytes())
+		if err := errors.Join(err, f.Close()); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("plot differs from %s; this run's is %s (look at both; if the change is meant, rerun with -update)", golden, f.Name())
 	}
-}
-
-// firstDiff shows the first line where got and want differ.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range max(len(g), len(w)) {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("line %d: got %q, want %q", i+1, gl, wl)
-		}
-	}
-	return "no line differs"
 }
