@@ -1,6 +1,9 @@
 package tidemark
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // Agg is the aggregate of one (window, key): count, and over the rows that
 // carry a value, sum, min and max. Values == 0 means sum/min/max are null.
@@ -72,4 +75,16 @@ type Result struct {
 	Key    Key
 	Agg    Agg
 	Final  bool
+}
+
+// CompareResults orders results by window start, then window end, then key:
+// the one order in which results are emitted, stored and reported.
+func CompareResults(a, b Result) int {
+	if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
+		return c
+	}
+	return a.Key.Compare(b.Key)
 }

@@ -3,6 +3,7 @@ package tidemark
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -70,5 +71,21 @@ func TestAggSumOrderIndependent(t *testing.T) {
 	}
 	if plainDiffers == 0 {
 		t.Fatal("the data never made a plain sum order-dependent: the test proves nothing")
+	}
+}
+
+func TestCompareResults(t *testing.T) {
+	a, b := MakeKey(KeyPart{Value: "a"}), MakeKey(KeyPart{Value: "b"})
+	in := []Result{
+		{Window: Window{Start: 10, End: 30}, Key: a},
+		{Window: Window{Start: 10, End: 20}, Key: b},
+		{Window: Window{Start: 0, End: 20}, Key: b},
+		{Window: Window{Start: 10, End: 20}, Key: a},
+	}
+	want := []Result{in[2], in[3], in[1], in[0]}
+	got := slices.Clone(in)
+	slices.SortFunc(got, CompareResults)
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

@@ -3,15 +3,8 @@ package tidemark
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
-
-// MaxTime is +infinity for watermarks (the --drain watermark).
-const MaxTime int64 = math.MaxInt64
-
-// MinTime is -infinity: "no watermark yet".
-const MinTime int64 = math.MinInt64
 
 // Window is a half-open event-time interval [Start, End) in microseconds.
 type Window struct {
@@ -54,22 +47,25 @@ func NewWindowSpec(size, slide time.Duration) (WindowSpec, error) {
 	return WindowSpec{Size: size.Microseconds(), Slide: slide.Microseconds()}, nil
 }
 
-func (s WindowSpec) slide() int64 {
+// Normalized returns s with the slide made explicit: a Slide of 0 (or less)
+// becomes Size, so two specs of the same windows compare equal. This is the
+// one place the "0 means tumbling" rule is applied.
+func (s WindowSpec) Normalized() WindowSpec {
 	if s.Slide <= 0 {
-		return s.Size
+		s.Slide = s.Size
 	}
-	return s.Slide
+	return s
 }
 
 // Sliding reports whether a row can belong to more than one window.
-func (s WindowSpec) Sliding() bool { return s.slide() != s.Size }
+func (s WindowSpec) Sliding() bool { return s.Normalized().Slide != s.Size }
 
 // Assign appends to dst every window containing t, in ascending start order.
 // This is the one place window assignment is defined; the stream, the batch
 // recomputation and the lateness what-if all call it.
 func (s WindowSpec) Assign(dst []Window, t int64) []Window {
-	slide := s.slide()
-	last := floorDiv(t, slide) * slide // the latest start <= t
+	slide := s.Normalized().Slide
+	last := FloorDiv(t, slide) * slide // the latest start <= t
 	first := last
 	for first-slide > t-s.Size {
 		first -= slide
@@ -78,19 +74,4 @@ func (s WindowSpec) Assign(dst []Window, t int64) []Window {
 		dst = append(dst, Window{Start: start, End: start + s.Size})
 	}
 	return dst
-}
-
-// floorDiv divides rounding toward -infinity, so negative times align too.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-// FormatTime renders µs since the epoch as RFC 3339 UTC with only the
-// fractional digits needed.
-func FormatTime(us int64) string {
-	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
 }

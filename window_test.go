@@ -51,3 +51,17 @@ func TestNewWindowSpecRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestNormalized(t *testing.T) {
+	tests := []struct{ in, want WindowSpec }{
+		{WindowSpec{Size: 10}, WindowSpec{Size: 10, Slide: 10}},
+		{WindowSpec{Size: 10, Slide: -1}, WindowSpec{Size: 10, Slide: 10}},
+		{WindowSpec{Size: 10, Slide: 5}, WindowSpec{Size: 10, Slide: 5}},
+		{WindowSpec{Size: 10, Slide: 10}, WindowSpec{Size: 10, Slide: 10}},
+	}
+	for _, tt := range tests {
+		if got := tt.in.Normalized(); got != tt.want {
+			t.Errorf("%+v.Normalized() = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}

@@ -5,13 +5,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"tidemark"
 	"tidemark/lake"
 )
-
-const usPerHour = int64(time.Hour / time.Microsecond)
 
 // windowSet is the set of window starts a query wants: explicit starts, or
 // every start in [lo, hi).
@@ -59,7 +56,7 @@ func newPlan(ctx context.Context, lk *lake.Lake, spec tidemark.WindowSpec, q Que
 			return nil, fmt.Errorf("range [%d, %d): want a bounded, non-empty range", q.From, q.To)
 		}
 		first := ceilDiv(q.From, spec.Slide) * spec.Slide
-		last := floorDiv(q.To-1, spec.Slide) * spec.Slide
+		last := tidemark.FloorDiv(q.To-1, spec.Slide) * spec.Slide
 		if last < first {
 			return p, nil
 		}
@@ -85,10 +82,10 @@ func newPlan(ctx context.Context, lk *lake.Lake, spec tidemark.WindowSpec, q Que
 	perHour := map[int64]*slice{}
 	var order []int64
 	for _, r := range ranges {
-		i, _ := slices.BinarySearchFunc(hours, floorDiv(r.from, usPerHour)*usPerHour, func(h lake.RawHour, t int64) int { return cmp.Compare(h.Start, t) })
+		i, _ := slices.BinarySearchFunc(hours, tidemark.FloorDiv(r.from, tidemark.MicrosPerHour)*tidemark.MicrosPerHour, func(h lake.RawHour, t int64) int { return cmp.Compare(h.Start, t) })
 		for ; i < len(hours) && hours[i].Start < r.to; i++ {
 			h := hours[i].Start
-			from, to := max(r.from, h), min(r.to, h+usPerHour)
+			from, to := max(r.from, h), min(r.to, h+tidemark.MicrosPerHour)
 			if s := perHour[h]; s != nil {
 				s.from, s.to = min(s.from, from), max(s.to, to)
 				continue
@@ -120,14 +117,6 @@ func mergeRanges(rs []slice) []slice {
 	return out
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
+func ceilDiv(a, b int64) int64 { return -tidemark.FloorDiv(-a, b) }
 
-func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
-
-func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+func floorMod(a, b int64) int64 { return a - tidemark.FloorDiv(a, b)*b }

@@ -7,7 +7,6 @@
 package batch
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -149,12 +148,9 @@ feed:
 			Late:   c.late,
 		})
 	}
-	slices.SortFunc(out, func(a, b Row) int {
-		if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
-			return c
-		}
-		return a.Key.Compare(b.Key)
-	})
+	// All windows here have the lake's size, so the end never decides: the
+	// order is by start, then key.
+	slices.SortFunc(out, func(a, b Row) int { return tidemark.CompareResults(a.Result, b.Result) })
 	return out, st, nil
 }
 

@@ -1,9 +1,12 @@
 package ingest
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // fsnotify events can be lost (queue overflow, network filesystems): a
@@ -17,14 +20,21 @@ func TestTailLostEventRecoveredByRescan(t *testing.T) {
 		t.Fatal("the source does not watch with fsnotify; this test needs it")
 	}
 	writeFile(t, filepath.Join(dir, "a.log"), "hello\n")
-	// Lose every event fsnotify has for us (bounded: the write above makes
-	// a few; stop once the queue stays empty).
-	for quiet := 0; quiet < 3; {
+	// Lose every event fsnotify has for us. inotify delivers one watch's
+	// events in order, so once the removal of a fence file made after the
+	// write arrives, every event of the write has been taken. The fence is
+	// gone by then, so the rescan does not find it.
+	fence := filepath.Join(dir, ".fence")
+	writeFile(t, fence, "")
+	if err := os.Remove(fence); err != nil {
+		t.Fatal(err)
+	}
+	for done := false; !done; {
 		select {
-		case <-d.watcher.Events:
-			quiet = 0
-		case <-time.After(50 * time.Millisecond):
-			quiet++
+		case ev := <-d.watcher.Events:
+			done = filepath.Base(ev.Name) == ".fence" && ev.Has(fsnotify.Remove)
+		case <-time.After(10 * time.Second): // a failure guard, not a wait
+			t.Fatal("fsnotify never reported the fence's removal")
 		}
 	}
 	if got := summary(readAll(t, d, 10)); got != "" {

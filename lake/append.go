@@ -173,22 +173,9 @@ func (l *Lake) discard(ctx context.Context, h *handle, files []addFile) {
 	}
 }
 
-const (
-	usPerHour = int64(time.Hour / time.Microsecond)
-	usPerDay  = 24 * usPerHour
-)
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
 // dateOf renders the UTC date of a µs timestamp as YYYY-MM-DD.
 func dateOf(us int64) string {
-	return time.Unix(floorDiv(us, usPerDay)*86400, 0).UTC().Format(time.DateOnly)
+	return time.Unix(tidemark.FloorDiv(us, tidemark.MicrosPerDay)*86400, 0).UTC().Format(time.DateOnly)
 }
 
 func strp(s string) *string { return &s }
@@ -223,7 +210,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 	groups := map[int64][]int{}
 	var hours []int64
 	for _, i := range idx {
-		h := floorDiv(recs[i].EventTime, usPerHour)
+		h := tidemark.FloorDiv(recs[i].EventTime, tidemark.MicrosPerHour)
 		if _, ok := groups[h]; !ok {
 			hours = append(hours, h)
 		}
@@ -272,8 +259,8 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 				return out, err
 			}
 		}
-		date := dateOf(h * usPerHour)
-		hour := fmt.Sprintf("%02d", h-floorDiv(h, 24)*24)
+		date := dateOf(h * tidemark.MicrosPerHour)
+		hour := fmt.Sprintf("%02d", h-tidemark.FloorDiv(h, 24)*24)
 		f, err := w.finish(ctx, l.st, "event_date="+date+"/event_hour="+hour)
 		if err != nil {
 			return out, err

@@ -3,6 +3,8 @@ package lake
 import (
 	"context"
 	"fmt"
+
+	"tidemark"
 )
 
 // EventTimeRange returns the smallest and the largest event time in
@@ -27,7 +29,7 @@ func (l *Lake) EventTimeRange(ctx context.Context) (lo, hi int64, ok bool, err e
 			if !sok {
 				continue
 			}
-			flo, fhi = start, start+usPerHour
+			flo, fhi = start, start+tidemark.MicrosPerHour
 		}
 		if !ok || flo < lo {
 			lo = flo

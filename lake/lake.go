@@ -58,12 +58,7 @@ func (c Config) adopt() bool {
 	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0
 }
 
-func (c Config) slide() int64 {
-	if c.Window.Slide <= 0 {
-		return c.Window.Size
-	}
-	return c.Window.Slide
-}
+func (c Config) slide() int64 { return c.Window.Normalized().Slide }
 
 // describe renders the setup as flags, for error messages.
 func (c Config) describe() string {
@@ -180,9 +175,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	case remembered == nil && cfg.adopt():
 		return nil, fmt.Errorf("open lake %s: %w (give --window and --key to create one)", st, ErrNoLake)
 	}
-	if cfg.Window.Slide <= 0 {
-		cfg.Window.Slide = cfg.Window.Size
-	}
+	cfg.Window = cfg.Window.Normalized()
 	if err := validate(cfg, adopted); err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", st, err)
 	}

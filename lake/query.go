@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"tidemark"
 	"tidemark/lake/delta"
 )
 
@@ -190,7 +191,7 @@ func (l *Lake) watermarkOfFile(ctx context.Context, a *delta.Add) (int64, bool, 
 	if err != nil {
 		return 0, false, nil
 	}
-	rows, err := l.Windows(ctx, from, from+usPerDay, 0)
+	rows, err := l.Windows(ctx, from, from+tidemark.MicrosPerDay, 0)
 	if err != nil {
 		return 0, false, err
 	}

@@ -257,7 +257,7 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 // wantFile prunes by partition (event hour) and by event_time stats.
 func (s *rawScanner) wantFile(a *delta.Add) bool {
 	if d, hr := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]; d != nil && hr != nil {
-		if start, ok := hourStart(*d, *hr); ok && (start+usPerHour <= s.q.From || start >= s.q.To) {
+		if start, ok := hourStart(*d, *hr); ok && (start+tidemark.MicrosPerHour <= s.q.From || start >= s.q.To) {
 			return false
 		}
 	}
@@ -299,7 +299,7 @@ func hourStart(date, hour string) (int64, bool) {
 	if err != nil || h < 0 || h > 23 {
 		return 0, false
 	}
-	return d + int64(h)*usPerHour, true
+	return d + int64(h)*tidemark.MicrosPerHour, true
 }
 
 // scanFile decodes the row groups of one file into buffers from free and

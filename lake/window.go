@@ -1,7 +1,6 @@
 package lake
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -40,15 +39,7 @@ type windowID struct {
 func (r *WindowRow) id() windowID { return windowID{r.Window.Start, r.Window.End, r.Key} }
 
 func sortWindowRows(rows []WindowRow) {
-	slices.SortFunc(rows, func(a, b WindowRow) int {
-		if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
-			return c
-		}
-		return a.Key.Compare(b.Key)
-	})
+	slices.SortFunc(rows, func(a, b WindowRow) int { return tidemark.CompareResults(a.Result, b.Result) })
 }
 
 // writeWindowRows writes rows (all of one window_date) as one file.

@@ -18,11 +18,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"tidemark"
 	"tidemark/lake"
 	"tidemark/lake/store"
 )
-
-const usPerDay = int64(24 * time.Hour / time.Microsecond)
 
 // Run reconciles the lake once and returns what it did. A held lock is a
 // *LockedError.
@@ -101,10 +100,7 @@ func (c Config) rangeBounds(now time.Time) (from, to int64, ok bool) {
 	return 0, 0, false
 }
 
+// dayOf returns the start of the UTC day holding us.
 func dayOf(us int64) int64 {
-	d := us / usPerDay
-	if us%usPerDay < 0 {
-		d--
-	}
-	return d * usPerDay
+	return tidemark.FloorDiv(us, tidemark.MicrosPerDay) * tidemark.MicrosPerDay
 }

@@ -72,7 +72,7 @@ func (r *run) do(ctx context.Context) error {
 		days[d] = true
 	}
 	if hasRange {
-		for d := dayOf(rfrom); d < rto; d += usPerDay {
+		for d := dayOf(rfrom); d < rto; d += tidemark.MicrosPerDay {
 			days[d] = true
 		}
 	}
@@ -80,8 +80,8 @@ func (r *run) do(ctx context.Context) error {
 	r.log.Info("reconcile plan", "days", len(order), "late_days", len(late))
 	for i, d := range order {
 		var from, to int64
-		if hasRange && rfrom < d+usPerDay && rto > d {
-			from, to = max(rfrom, d), min(rto, d+usPerDay)
+		if hasRange && rfrom < d+tidemark.MicrosPerDay && rto > d {
+			from, to = max(rfrom, d), min(rto, d+tidemark.MicrosPerDay)
 		}
 		if err := r.day(ctx, d, late[d], from, to, rawTo); err != nil {
 			return err
@@ -142,7 +142,7 @@ func (r *run) lateWindows(ctx context.Context, p *progress, rawTo int64) (map[in
 	if p.raw > 0 {
 		from := lake.AllFrom
 		if p.hasWM {
-			from = satSub(p.wm, r.spec.Size)
+			from = tidemark.SubSat(p.wm, r.spec.Size)
 		}
 		if err := scanLate(lake.RawQuery{From: from}); err != nil {
 			return nil, fmt.Errorf("find late rows of windows open at the last run: %w", err)
@@ -163,14 +163,14 @@ func (r *run) checkRange(ctx context.Context) (from, to int64, ok bool, err erro
 	if err != nil || !has {
 		return 0, 0, false, err
 	}
-	from, to = max(from, satSub(lo, r.spec.Size)), min(to, hi)
+	from, to = max(from, tidemark.SubSat(lo, r.spec.Size)), min(to, hi)
 	return from, to, from < to, nil
 }
 
 // day checks one window_date: the late windows starting that day and the
 // windows with a start in [from, to) (none when from == to).
 func (r *run) day(ctx context.Context, d int64, late map[int64]bool, from, to, rawTo int64) error {
-	existing, err := r.lk.Windows(ctx, d, d+usPerDay, 0)
+	existing, err := r.lk.Windows(ctx, d, d+tidemark.MicrosPerDay, 0)
 	if err != nil {
 		return err
 	}
@@ -304,11 +304,4 @@ func (r *run) noteDelta(b *batch.Row, old *lake.WindowRow) {
 		c := d
 		r.rep.LargestRel = &c
 	}
-}
-
-func satSub(a, b int64) int64 {
-	if a < math.MinInt64+b {
-		return math.MinInt64
-	}
-	return a - b
 }

@@ -229,21 +229,10 @@ func (e *Engine) Drain() BatchResult {
 
 // finish sorts the emitted windows and fills in the state figures.
 func (e *Engine) finish(res *BatchResult) {
-	slices.SortFunc(res.Emitted, compareResults)
+	slices.SortFunc(res.Emitted, tidemark.CompareResults)
 	res.Watermark, res.HasWatermark = e.w, e.hasW
 	res.OpenWindows = e.index.Len()
 	res.StateBytes = e.stateBytes()
-}
-
-// compareResults orders results by window start, end and key.
-func compareResults(a, b tidemark.Result) int {
-	if c := cmp.Compare(a.Window.Start, b.Window.Start); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Window.End, b.Window.End); c != 0 {
-		return c
-	}
-	return a.Key.Compare(b.Key)
 }
 
 // source returns the state of the named source, creating it.
@@ -401,7 +390,7 @@ func (e *Engine) advance(nowNs int64) {
 		if !ok || (!s.capped && idle > 0 && nowNs-s.lastSeen >= idle) {
 			continue
 		}
-		wm := subSat(m, e.cfg.lateness(name))
+		wm := tidemark.SubSat(m, e.cfg.lateness(name))
 		switch {
 		case !found:
 			w, found = wm, true
@@ -431,14 +420,6 @@ func (s *source) level() (m int64, ok bool) {
 		return s.max, true
 	}
 	return 0, false
-}
-
-// subSat returns a-b for b >= 0, saturating at tidemark.MinTime.
-func subSat(a, b int64) int64 {
-	if a < tidemark.MinTime+b {
-		return tidemark.MinTime
-	}
-	return a - b
 }
 
 // closes reports whether the window starting at start is closed by W.

@@ -131,9 +131,7 @@ func (cfg Config) validate() (Config, error) {
 	if cfg.Window.Slide < 0 || cfg.Window.Slide > cfg.Window.Size {
 		return cfg, fmt.Errorf("stream config: slide %dµs must be in (0, window %dµs]", cfg.Window.Slide, cfg.Window.Size)
 	}
-	if cfg.Window.Slide == 0 {
-		cfg.Window.Slide = cfg.Window.Size
-	}
+	cfg.Window = cfg.Window.Normalized()
 	if cfg.Lateness < 0 {
 		return cfg, fmt.Errorf("stream config: lateness must not be negative, got %dµs", cfg.Lateness)
 	}

@@ -47,10 +47,7 @@ func naiveWindows(size, slide, t int64) []tidemark.Window {
 // history must produce, and the open aggregates after it. drain adds a
 // final Drain after the last batch and returns its output instead.
 func reference(cfg Config, history []batchIn, drain bool) (refOut, map[winKey]tidemark.Agg) {
-	size, slide := cfg.Window.Size, cfg.Window.Slide
-	if slide == 0 {
-		slide = size
-	}
+	size, slide := cfg.Window.Size, cfg.Window.Normalized().Slide
 	type src struct {
 		max      int64
 		hasMax   bool
@@ -143,7 +140,7 @@ func reference(cfg Config, history []batchIn, drain bool) (refOut, map[winKey]ti
 		}
 		clear(open)
 	}
-	slices.SortFunc(out.emitted, compareResults)
+	slices.SortFunc(out.emitted, tidemark.CompareResults)
 	return out, open
 }
 

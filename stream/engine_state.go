@@ -48,7 +48,7 @@ func (e *Engine) State() *State {
 			s := &e.slots[idx]
 			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
 		}
-		slices.SortFunc(st.Open[from:], compareResults)
+		slices.SortFunc(st.Open[from:], tidemark.CompareResults)
 	}
 	return st
 }
@@ -65,10 +65,7 @@ func (e *Engine) sourceStates(dst []SourceState) []SourceState {
 
 // load replaces the engine's (fresh) state with a copy of st.
 func (e *Engine) load(st *State) error {
-	spec := st.Window
-	if spec.Slide == 0 {
-		spec.Slide = spec.Size
-	}
+	spec := st.Window.Normalized()
 	if spec != e.cfg.Window {
 		return fmt.Errorf("window spec %d/%dµs differs from the configured %d/%dµs",
 			spec.Size, spec.Slide, e.cfg.Window.Size, e.cfg.Window.Slide)

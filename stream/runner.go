@@ -210,7 +210,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	resume := map[string]json.RawMessage{}
 	if rec.commit != nil {
 		state = rec.state.snapshot
-		if state.Window != withSlide(cfg.Engine.Window) {
+		if state.Window != cfg.Engine.Window.Normalized() {
 			return nil, fmt.Errorf("checkpoint %s was written with different windows (%s); use a new --name or --checkpoint", cfg.Checkpoint, describeSpec(state.Window))
 		}
 		resume = rec.commit.End
@@ -239,13 +239,6 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-func withSlide(s tidemark.WindowSpec) tidemark.WindowSpec {
-	if s.Slide <= 0 {
-		s.Slide = s.Size
-	}
-	return s
 }
 
 func describeSpec(s tidemark.WindowSpec) string {

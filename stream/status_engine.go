@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"tidemark"
 )
 
 // sourceMark is one source's part of the watermark after a batch: what the
@@ -23,7 +25,7 @@ func (e *Engine) sourceWatermarks() map[string]int64 {
 	out := make(map[string]int64, len(e.sources))
 	for name, s := range e.sources {
 		if lvl, ok := s.level(); ok {
-			out[name] = subSat(lvl, e.cfg.lateness(name))
+			out[name] = tidemark.SubSat(lvl, e.cfg.lateness(name))
 		}
 	}
 	return out
@@ -39,7 +41,7 @@ func (e *Engine) sourceMarks(now time.Time) []sourceMark {
 	for name, s := range e.sources {
 		m := sourceMark{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax}
 		if lvl, ok := s.level(); ok {
-			m.Watermark, m.HasWatermark = subSat(lvl, e.cfg.lateness(name)), true
+			m.Watermark, m.HasWatermark = tidemark.SubSat(lvl, e.cfg.lateness(name)), true
 		}
 		m.Idle = idle > 0 && nowNs-s.lastSeen >= idle
 		out = append(out, m)

@@ -191,10 +191,7 @@ func assemble(groups []*groupSum, cfg Config, spec tidemark.WindowSpec, budgets 
 // how many windows per key are open at once (those whose end is above
 // W = max event time − budget: (budget + size) / slide of them).
 func cost(spec tidemark.WindowSpec, budget int64, lagP50 float64) (wait float64, open int64) {
-	size, slide := spec.Size, spec.Slide
-	if slide <= 0 {
-		slide = size
-	}
+	size, slide := spec.Size, spec.Normalized().Slide
 	if size <= 0 {
 		return float64(budget)/1e6 + lagP50, 0
 	}

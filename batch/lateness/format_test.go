@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -123,8 +124,9 @@ func TestCSVAndTable(t *testing.T) {
 	}
 }
 
-// TestPlot checks the SVG is well-formed XML with its parts, and with
-// -update rewrites testdata/sample.svg (look at it: rsvg-convert it to PNG).
+// TestPlot checks the SVG is well-formed XML with its parts and equals the
+// golden testdata/sample.svg; -update rewrites it (look at it:
+// rsvg-convert it to PNG).
 func TestPlot(t *testing.T) {
 	d := makeLake(t, genConfig{n: 20_000, sources: []string{"s1"}, lateness: 30 * usSecond, seed: 9, maxBatch: 400})
 	rep := run(t, d, Config{})
@@ -147,9 +149,26 @@ func TestPlot(t *testing.T) {
 			t.Errorf("plot lacks %q", want)
 		}
 	}
+	const golden = "testdata/sample.svg"
 	if *update {
-		if err := os.WriteFile("testdata/sample.svg", buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		// Kept after the test (not t.TempDir) so it can be looked at.
+		f, err := os.CreateTemp("", "sample-*.svg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Write(buf.Bytes())
+		if err := errors.Join(err, f.Close()); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("plot differs from %s; this run's is %s (look at both; if the change is meant, rerun with -update)", golden, f.Name())
 	}
 }
