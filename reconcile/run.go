@@ -159,11 +159,30 @@ func (r *run) checkRange(ctx context.Context) (from, to int64, ok bool, err erro
 	if !ok {
 		return 0, 0, false, nil
 	}
+	// Window starts that can hold the lake's events, widened to the
+	// windows window_results holds: a window whose raw rows were all lost
+	// (removed by repair) is then checked, and reported as orphaned, even
+	// at either end of the lake.
 	lo, hi, has, err := r.lk.EventTimeRange(ctx)
-	if err != nil || !has {
+	if err != nil {
 		return 0, 0, false, err
 	}
-	from, to = max(from, tidemark.SubSat(lo, r.spec.Size)), min(to, hi)
+	if has {
+		lo = tidemark.SubSat(lo, r.spec.Size)
+	}
+	wlo, whi, whas, err := r.lk.WindowStartRange(ctx)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	switch {
+	case has && whas:
+		lo, hi = min(lo, wlo), max(hi, whi)
+	case whas:
+		lo, hi = wlo, whi
+	case !has:
+		return 0, 0, false, nil
+	}
+	from, to = max(from, lo), min(to, hi)
 	return from, to, from < to, nil
 }
 
