@@ -119,28 +119,17 @@ func (c *Changes) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary decodes what MarshalBinary wrote, replacing c. A damaged
 // entry is an error, never a panic.
 func (c *Changes) UnmarshalBinary(data []byte) error {
-	if len(data) < len(changesMagic)+4 || string(data[:len(changesMagic)]) != changesMagic {
-		return errors.New("stream: changelog: bad magic or version")
+	d, err := openFramed(data, changesMagic, "changelog")
+	if err != nil {
+		return err
 	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
-		return errors.New("stream: changelog: checksum mismatch")
-	}
-	d := decoder{b: body[len(changesMagic):]}
 	var out Changes
 	out.HasWatermark = d.bool()
 	out.Watermark = d.varint()
 	out.Sources = d.sources()
-	n := d.count(minResultBytes)
-	out.Upserts = make([]tidemark.Result, 0, n)
-	for range n {
-		out.Upserts = append(out.Upserts, d.result())
-	}
-	if d.err != nil {
-		return d.err
-	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("stream: changelog: %d trailing bytes", len(d.b))
+	out.Upserts = d.results()
+	if err := d.finish("changelog"); err != nil {
+		return err
 	}
 	*c = out
 	return nil

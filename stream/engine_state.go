@@ -154,30 +154,19 @@ func (e *Engine) MarshalSnapshot() []byte {
 // the magic, the checksum and every length, so a damaged checkpoint is an
 // error and never a panic.
 func (s *State) UnmarshalBinary(data []byte) error {
-	if len(data) < len(stateMagic)+4 || string(data[:len(stateMagic)]) != stateMagic {
-		return errors.New("stream: state: bad magic or version")
+	d, err := openFramed(data, stateMagic, "state")
+	if err != nil {
+		return err
 	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
-		return errors.New("stream: state: checksum mismatch")
-	}
-	d := decoder{b: body[len(stateMagic):]}
 	var st State
 	st.Window.Size = d.varint()
 	st.Window.Slide = d.varint()
 	st.HasWatermark = d.bool()
 	st.Watermark = d.varint()
 	st.Sources = d.sources()
-	n := d.count(minResultBytes)
-	st.Open = make([]tidemark.Result, 0, n)
-	for range n {
-		st.Open = append(st.Open, d.result())
-	}
-	if d.err != nil {
-		return d.err
-	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("stream: state: %d trailing bytes", len(d.b))
+	st.Open = d.results()
+	if err := d.finish("state"); err != nil {
+		return err
 	}
 	*s = st
 	return nil
@@ -211,6 +200,42 @@ func appendResult(b []byte, r tidemark.Result) []byte {
 
 // minResultBytes is the smallest encoding appendResult writes.
 const minResultBytes = 29
+
+// openFramed checks the frame a snapshot and a changelog share (magic,
+// body, CRC-32C) and returns a decoder over the body; what names the kind
+// in errors.
+func openFramed(data []byte, magic, what string) (decoder, error) {
+	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
+		return decoder{}, fmt.Errorf("stream: %s: bad magic or version", what)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return decoder{}, fmt.Errorf("stream: %s: checksum mismatch", what)
+	}
+	return decoder{b: body[len(magic):]}, nil
+}
+
+// finish reports the first decoding error, or trailing bytes after a
+// complete entry.
+func (d *decoder) finish(what string) error {
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("stream: %s: %d trailing bytes", what, len(d.b))
+	}
+	return nil
+}
+
+// results decodes a counted list of results.
+func (d *decoder) results() []tidemark.Result {
+	n := d.count(minResultBytes)
+	out := make([]tidemark.Result, 0, n)
+	for range n {
+		out = append(out, d.result())
+	}
+	return out
+}
 
 func (d *decoder) sources() []SourceState {
 	n := d.count(4)
