@@ -125,16 +125,16 @@ func (b *BadTimestamps) advice(after time.Duration) string {
 		times += " .. " + b.Newest
 	}
 	s := fmt.Sprintf("bad timestamps: %s rows with arrival lag or disorder of %s or more (event time %s) are left out of the measures, the recommendation and the what-if:",
-		thousands(b.Rows), FormatDuration(after.Seconds()), times)
+		tidemark.FormatCount(b.Rows), FormatDuration(after.Seconds()), times)
 	var kinds []string
 	if b.Past > 0 {
-		kinds = append(kinds, fmt.Sprintf("%s far in the past", thousands(b.Past)))
+		kinds = append(kinds, fmt.Sprintf("%s far in the past", tidemark.FormatCount(b.Past)))
 	}
 	if b.Future > 0 {
-		kinds = append(kinds, fmt.Sprintf("%s far ahead of their arrival", thousands(b.Future)))
+		kinds = append(kinds, fmt.Sprintf("%s far ahead of their arrival", tidemark.FormatCount(b.Future)))
 	}
 	if b.Disorder > 0 {
-		kinds = append(kinds, fmt.Sprintf("%s behind an event from the future that moved their source's maximum", thousands(b.Disorder)))
+		kinds = append(kinds, fmt.Sprintf("%s behind an event from the future that moved their source's maximum", tidemark.FormatCount(b.Disorder)))
 	}
 	s += " " + strings.Join(kinds, ", ") + ". Keep them out of the stream: a time floor quarantines old event times"
 	if b.SuggestedMinEventTime != "" {

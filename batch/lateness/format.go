@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"tidemark"
 )
 
 // WriteJSON writes the report as one JSON document (the --format json
@@ -40,7 +42,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 func writeGroup(w io.Writer, g *Group, badAfter time.Duration, rowBytes int64) {
-	fmt.Fprintf(w, "group %s: %s rows\n", g.Group, thousands(g.Rows))
+	fmt.Fprintf(w, "group %s: %s rows\n", g.Group, tidemark.FormatCount(g.Rows))
 	if a := g.BadTimestamps.advice(badAfter); a != "" {
 		fmt.Fprintln(w, a)
 	}
@@ -93,7 +95,7 @@ func writeGroup(w io.Writer, g *Group, badAfter time.Duration, rowBytes int64) {
 			mark += " (normal periods)"
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t~%s\t%d\t~%s rows, %s\t\n", FormatDuration(wi.Lateness), mark, share(wi.DroppedEvent, g.Rows), share(wi.DroppedWindow, g.Rows),
-			FormatDuration(wi.FinalWait), wi.OpenWindowsPerKey, thousands(wi.StateRows), bytesString(wi.StateBytes))
+			FormatDuration(wi.FinalWait), wi.OpenWindowsPerKey, tidemark.FormatCount(wi.StateRows), bytesString(wi.StateBytes))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "(state: open windows per key × %s keys per window, ~%d bytes each)\n", strconv.FormatFloat(g.KeysPerWindow, 'f', -1, 64), rowBytes)
@@ -108,7 +110,7 @@ func writePeriods(w io.Writer, g *Group) {
 		if p.Marked {
 			mark = "  << far from the usual (" + p.Why + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Start, thousands(p.Rows),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Start, tidemark.FormatCount(p.Rows),
 			FormatDuration(p.ArrivalLag.P50), FormatDuration(p.ArrivalLag.P99), FormatDuration(p.Disorder.P50),
 			FormatDuration(p.Disorder.P99), FormatDuration(p.Disorder.Max), percent(p.LateShare), mark)
 	}
@@ -228,9 +230,9 @@ func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func share(n, of int64) string {
 	if of == 0 {
-		return thousands(n)
+		return tidemark.FormatCount(n)
 	}
-	return fmt.Sprintf("%s (%s)", thousands(n), percent(float64(n)/float64(of)))
+	return fmt.Sprintf("%s (%s)", tidemark.FormatCount(n), percent(float64(n)/float64(of)))
 }
 
 func percent(f float64) string {
@@ -241,24 +243,6 @@ func percent(f float64) string {
 		return "<0.01%"
 	}
 	return strconv.FormatFloat(f*100, 'f', 2, 64) + "%"
-}
-
-// thousands renders n with comma separators.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 // errWriter keeps the first write error, so formatting code stays linear.

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"tidemark"
 )
 
 // Plot geometry, in SVG user units.
@@ -109,7 +111,7 @@ func plotGroup(b *strings.Builder, g *Group, top int) {
 		y0: float64(top + marginTop), y1: float64(top + panelHeight - marginBot),
 		lxmin: math.Log10(plotMinUs), lxmax: math.Log10(xmax), lymin: lymin,
 	}
-	fmt.Fprintf(b, `<text x="%g" y="%d" font-size="15" font-weight="bold">group %s — %s rows</text>`+"\n", a.x0, top+25, esc(g.Group), thousands(g.Rows))
+	fmt.Fprintf(b, `<text x="%g" y="%d" font-size="15" font-weight="bold">group %s — %s rows</text>`+"\n", a.x0, top+25, esc(g.Group), tidemark.FormatCount(g.Rows))
 	// grid and ticks
 	for _, t := range timeTicks {
 		if t.us > xmax*1.0001 {

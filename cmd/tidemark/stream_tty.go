@@ -129,7 +129,7 @@ func (t *terminal) counts(p stream.Progress, now time.Time) string {
 		rate = float64(p.Totals.Lines) / el
 	}
 	s := fmt.Sprintf("%s lines, %s lines/s | ok %s | late %s | quarantined %s | watermark %s",
-		group(p.Totals.Lines), human(rate), group(p.Totals.OK), group(p.Totals.Late), group(p.Totals.QuarantinedTotal()), wmText(p))
+		tidemark.FormatCount(p.Totals.Lines), human(rate), tidemark.FormatCount(p.Totals.OK), tidemark.FormatCount(p.Totals.Late), tidemark.FormatCount(p.Totals.QuarantinedTotal()), wmText(p))
 	return s
 }
 
@@ -156,7 +156,7 @@ func statusLine(p stream.Progress, rate string) string {
 	}
 	return fmt.Sprintf("batch %d | %s | watermark %s | %s behind newest event | batch %s | ok %s late %s quarantined %s",
 		p.BatchID, rate, wmText(p), lag, p.Duration.Round(time.Millisecond),
-		group(p.Totals.OK), group(p.Totals.Late), group(p.Totals.QuarantinedTotal()))
+		tidemark.FormatCount(p.Totals.OK), tidemark.FormatCount(p.Totals.Late), tidemark.FormatCount(p.Totals.QuarantinedTotal()))
 }
 
 func wmText(p stream.Progress) string {
@@ -267,38 +267,20 @@ func writeSummaryTable(w io.Writer, s *stream.Summary, took time.Duration, bytes
 			rate += ", " + iec(float64(bytes)/secs) + "/s"
 		}
 	}
-	row(2, "lines read", group(s.Lines), rate)
-	row(4, "ok", group(s.OK), "")
+	row(2, "lines read", tidemark.FormatCount(s.Lines), rate)
+	row(4, "ok", tidemark.FormatCount(s.OK), "")
 	late := ""
 	if s.Late > 0 {
 		late = "left out of closed windows; reconcile absorbs them"
 	}
-	row(4, "late", group(s.Late), late)
-	row(4, "quarantined", group(s.QuarantinedTotal()), "")
+	row(4, "late", tidemark.FormatCount(s.Late), late)
+	row(4, "quarantined", tidemark.FormatCount(s.QuarantinedTotal()), "")
 	for _, r := range tidemark.Reasons {
 		if n := s.Quarantined[r]; n > 0 {
-			row(6, string(r), group(n), "")
+			row(6, string(r), tidemark.FormatCount(n), "")
 		}
 	}
-	row(2, "windows emitted", group(s.Emitted), "")
-}
-
-// group writes n with thousands separators: 1,234,567.
-func group(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	row(2, "windows emitted", tidemark.FormatCount(s.Emitted), "")
 }
 
 // human writes a rate with a k/M suffix: 812k, 1.2M.

@@ -88,8 +88,8 @@ func TestGroupHuman(t *testing.T) {
 		n    int64
 		want string
 	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {-1234567, "-1,234,567"}} {
-		if got := group(c.n); got != c.want {
-			t.Errorf("group(%d): got %q, want %q", c.n, got, c.want)
+		if got := tidemark.FormatCount(c.n); got != c.want {
+			t.Errorf("FormatCount(%d): got %q, want %q", c.n, got, c.want)
 		}
 	}
 	for _, c := range []struct {
