@@ -163,12 +163,9 @@ func (r *run) checkRange(ctx context.Context) (from, to int64, ok bool, err erro
 	// windows window_results holds: a window whose raw rows were all lost
 	// (removed by repair) is then checked, and reported as orphaned, even
 	// at either end of the lake.
-	lo, hi, has, err := r.lk.EventTimeRange(ctx)
+	lo, hi, has, err := batch.WindowStarts(ctx, r.lk)
 	if err != nil {
 		return 0, 0, false, err
-	}
-	if has {
-		lo = tidemark.SubSat(lo, r.spec.Size)
 	}
 	wlo, whi, whas, err := r.lk.WindowStartRange(ctx)
 	if err != nil {

@@ -56,6 +56,7 @@ func runLateness(c *cli.Context) error {
 	if cfg.By, cfg.Period, err = parseBy(c.StringSlice("by")); err != nil {
 		return err
 	}
+	cfg.Since = c.Duration("since")
 	cfg.BadAfter = c.Duration("bad-after")
 	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")})
 	rep, err := lateness.Run(c.Context, lk, cfg)
