@@ -121,7 +121,7 @@ func writePlot(path string, rep *lateness.Report) error {
 func engineReplayer(base stream.Config) lateness.NewReplayer {
 	return func(budget int64, rule string) (lateness.Replayer, error) {
 		cfg := base
-		cfg.Lateness = budget
+		cfg.Lateness = time.Duration(budget) * time.Microsecond
 		var err error
 		if cfg.LateRule, err = stream.ParseLateRule(rule); err != nil {
 			return nil, err

@@ -119,7 +119,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.Engine = stream.Config{
 		Window:         spec,
 		SourceLateness: perSource,
-		Lateness:       c.Duration("lateness").Microseconds(),
+		Lateness:       c.Duration("lateness"),
 		LateRule:       lateRule,
 		OutputMode:     mode,
 		Policy:         policy,
@@ -157,11 +157,11 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 
 // sourceLateness parses the --source-lateness values (SOURCE=DURATION, the
 // last "=" splitting, so a path may hold one) into per-source budgets, µs.
-func sourceLateness(sources, values []string) (map[string]int64, error) {
+func sourceLateness(sources, values []string) (map[string]time.Duration, error) {
 	if len(values) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]int64, len(values))
+	out := make(map[string]time.Duration, len(values))
 	for _, v := range values {
 		i := strings.LastIndexByte(v, '=')
 		if i <= 0 {
@@ -178,7 +178,7 @@ func sourceLateness(sources, values []string) (map[string]int64, error) {
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("--source-lateness: source %q given twice", name)
 		}
-		out[name] = d.Microseconds()
+		out[name] = d
 	}
 	return out, nil
 }
