@@ -28,7 +28,7 @@ func TestLeaseLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A live holder (this very process) locks others out.
-	if _, err := acquireLock(ctx, st, "second"); !errors.Is(err, ErrLocked) {
+	if _, err := acquireLock(ctx, st, "second"); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("second lock while the first is held: %v, want ErrLocked", err)
 	}
 	if err := first.release(); err != nil {
@@ -59,7 +59,7 @@ func TestLeaseLock(t *testing.T) {
 	if err := st.PutIfAbsent(ctx, leaseKey, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquireLock(ctx, st, "restarted"); !errors.Is(err, ErrLocked) {
+	if _, err := acquireLock(ctx, st, "restarted"); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("another host's live lease: %v, want ErrLocked", err)
 	}
 }
