@@ -50,8 +50,7 @@ type Report struct {
 }
 
 // Change is how a correction moved one window's value (the report's
-// "largest delta"
-// is one): old and new, absolute and relative difference.
+// "largest delta" is one): old and new, absolute and relative difference.
 type Change struct {
 	Window   tidemark.Window `json:"-"`
 	Key      tidemark.Key    `json:"-"`
