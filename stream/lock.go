@@ -46,10 +46,36 @@ func acquireLock(ctx context.Context, st store.Store, owner string) (*lock, erro
 	return &lock{lease: l}, nil
 }
 
-// release gives the lock up.
+// lost returns, once the lease is lost (on S3: taken over by another stream
+// after this one could not renew it for leaseTTL, a paused VM or a network
+// partition), the error the stream stops with; nil while it holds.
+func (l *lock) lost() error {
+	if l == nil {
+		return nil
+	}
+	if err := l.lease.Err(); err != nil {
+		return fmt.Errorf("stream stopped: it no longer holds the checkpoint's lock, so it writes nothing more (start it again once the other stream is gone): %w", err)
+	}
+	return nil
+}
+
+// done is closed when the lease is lost.
+func (l *lock) done() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
+	return l.lease.Lost()
+}
+
+// release gives the lock up. A lost lock is the stream's error already
+// (lost), not a failure to release.
 func (l *lock) release() error {
 	if l == nil {
 		return nil
 	}
-	return l.lease.Release(context.Background())
+	err := l.lease.Release(context.Background())
+	if errors.Is(err, store.ErrLeaseLost) {
+		return nil
+	}
+	return err
 }

@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 	cfg.Logger.Info("stream started", "lake", cfg.Lake, "checkpoint", cfg.Checkpoint, "sources", cfg.Sources,
 		"stream_id", r.id, "next_batch", r.nextID, "once", cfg.Once)
 	r.startProgress()
-	runErr := explainWriteError(r.run(ctx))
+	runErr := explainWriteError(r.runLocked(ctx))
 	closeErr := r.close()
 	if runErr != nil && closeErr != nil {
 		// One line: what stopped the stream, then what failed on the way out
@@ -107,6 +107,28 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 		return r.sum, fmt.Errorf("%w; then, stopping: %s", runErr, strings.ReplaceAll(closeErr.Error(), "\n", "; "))
 	}
 	return r.sum, errors.Join(runErr, closeErr)
+}
+
+// runLocked runs the loop while the lock holds: a lost lock (lock.lost)
+// stops reading, refuses the next batch and is the error Run returns.
+func (r *runner) runLocked(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-r.lock.done():
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	err := r.run(ctx)
+	stop()
+	<-watched
+	if lost := r.lock.lost(); lost != nil {
+		return lost
+	}
+	return err
 }
 
 // explainWriteError adds to a failure of the lake or checkpoint store what
