@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"tidemark"
+	"tidemark/stream"
 )
 
 // The flags of issue 10 refuse bad values with one clear line.
@@ -122,8 +126,18 @@ func FuzzSourceLateness(f *testing.F) {
 	}
 	sources := []string{"logs/mobile", "a=b", "s3://b/p"}
 	f.Fuzz(func(t *testing.T, v string) {
-		got, err := sourceLateness(sources, []string{v})
+		got, err := sourceLateness([]string{v})
 		if err != nil {
+			return
+		}
+		// Run refuses a SOURCE that is not a --source.
+		cfg := stream.RunnerConfig{Sources: sources, Engine: stream.Config{Window: tidemark.WindowSpec{Size: 1}, SourceLateness: got}}
+		if err := cfg.Validate(); err != nil {
+			for name := range got {
+				if slices.Contains(sources, name) {
+					t.Fatalf("%q: a --source refused: %v", v, err)
+				}
+			}
 			return
 		}
 		if len(got) != 1 {
@@ -131,7 +145,7 @@ func FuzzSourceLateness(f *testing.F) {
 		}
 		for name, budget := range got {
 			d, perr := time.ParseDuration(v[len(name)+1:])
-			if !strings.HasPrefix(v, name+"=") || perr != nil || d != budget || budget < 0 {
+			if !strings.HasPrefix(v, name+"=") || perr != nil || d != budget || budget < 0 || !slices.Contains(sources, name) {
 				t.Fatalf("%q: parsed as %s = %s", v, name, budget)
 			}
 		}
