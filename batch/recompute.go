@@ -65,6 +65,18 @@ type cell struct {
 	late int64
 }
 
+// WindowStarts returns the window starts [from, to) whose windows can hold
+// raw_events' rows: from the earliest event time less one window size
+// (saturating), to the latest (exclusive). It is the range recompute and
+// reconcile check when none is given. ok is false when raw_events is empty.
+func WindowStarts(ctx context.Context, lk *lake.Lake) (from, to int64, ok bool, err error) {
+	lo, hi, ok, err := lk.EventTimeRange(ctx)
+	if err != nil || !ok {
+		return 0, 0, false, err
+	}
+	return tidemark.SubSat(lo, lk.Config().Window.Size), hi, true, nil
+}
+
 // Recompute returns the exact aggregates of the query's windows, sorted by
 // window start and key (keys in byte order of their encoding). A window
 // without rows has no Row. Memory holds one aggregate per (window, key) of

@@ -36,11 +36,11 @@ func TestContract(t *testing.T) {
 		spec := tidemark.WindowSpec{Size: size, Slide: slide}
 		cfg := stream.Config{
 			Window:     spec,
-			Lateness:   int64(rng.IntN(5)) * 60 * second,
+			Lateness:   time.Duration(rng.IntN(5)) * time.Minute,
 			LateRule:   stream.LateRule(rng.IntN(2)),
 			OutputMode: stream.OutputMode(rng.IntN(2)),
 		}
-		name := fmt.Sprintf("%d/size=%ds,slide=%ds,lateness=%ds,rule=%s,mode=%s", it, size/second, slide/second, cfg.Lateness/second, cfg.LateRule, cfg.OutputMode)
+		name := fmt.Sprintf("%d/size=%ds,slide=%ds,lateness=%ds,rule=%s,mode=%s", it, size/second, slide/second, int64(cfg.Lateness/time.Second), cfg.LateRule, cfg.OutputMode)
 		t.Run(name, func(t *testing.T) {
 			eng, err := stream.New(cfg, nil)
 			if err != nil {

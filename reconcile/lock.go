@@ -41,11 +41,8 @@ func (e *LockedError) Error() string {
 // ExitCode is the process status for a held lock.
 func (e *LockedError) ExitCode() int { return 3 }
 
-// ErrLocked matches every *LockedError with errors.Is.
-var ErrLocked = errors.New("reconcile: lock held")
-
-// Is makes errors.Is(err, ErrLocked) true.
-func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+// Is makes errors.Is(err, store.ErrLocked) true, as for every held lease.
+func (e *LockedError) Is(target error) bool { return target == store.ErrLocked }
 
 // lock is a held lock.
 type lock struct {

@@ -28,7 +28,7 @@ func TestLockHeartbeatOutlivesTTL(t *testing.T) {
 		time.Sleep(5 * time.Minute) // the bubble's clock: five TTLs pass
 		synctest.Wait()
 		_, err = acquireLock(ctx, st, "host-b", "run-2", time.Now, time.Minute)
-		if !errors.Is(err, ErrLocked) {
+		if !errors.Is(err, store.ErrLocked) {
 			t.Fatalf("second run after 5 TTLs: %v, want the lock held", err)
 		}
 		if err := first.release(ctx); err != nil {

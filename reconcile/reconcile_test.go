@@ -168,7 +168,7 @@ func TestLockHeld(t *testing.T) {
 	}
 	_, err := reconcile.Run(ctx, reconcile.Config{Store: tl.st, Clock: fixedClock})
 	var le *reconcile.LockedError
-	if !errors.As(err, &le) || !errors.Is(err, reconcile.ErrLocked) || le.ExitCode() != 3 || le.Owner != "other" {
+	if !errors.As(err, &le) || !errors.Is(err, store.ErrLocked) || le.ExitCode() != 3 || le.Owner != "other" {
 		t.Fatalf("got %v, want a LockedError from owner other with exit code 3", err)
 	}
 	// Dry runs take no lock.
@@ -198,7 +198,7 @@ func TestConcurrentRunsOneWins(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err != nil && !errors.Is(err, reconcile.ErrLocked) {
+		if err != nil && !errors.Is(err, store.ErrLocked) {
 			t.Errorf("run %d: got %v, want success or ErrLocked", i, err)
 		}
 	}

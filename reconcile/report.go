@@ -30,8 +30,8 @@ type Report struct {
 
 	// Largest deltas among corrected rows, on sum with a value field, on
 	// count otherwise. Relative delta is |new-old|/|old|.
-	LargestAbs *Delta `json:"largest_abs_delta,omitempty"`
-	LargestRel *Delta `json:"largest_rel_delta,omitempty"`
+	LargestAbs *Change `json:"largest_abs_delta,omitempty"`
+	LargestRel *Change `json:"largest_rel_delta,omitempty"`
 
 	// RawFrom and RawTo are the raw_events versions consumed: late rows in
 	// files committed in (RawFrom, RawTo].
@@ -49,8 +49,9 @@ type Report struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
-// Delta is one corrected window's change.
-type Delta struct {
+// Change is how a correction moved one window's value (the report's
+// "largest delta" is one): old and new, absolute and relative difference.
+type Change struct {
 	Window   tidemark.Window `json:"-"`
 	Key      tidemark.Key    `json:"-"`
 	Field    string          `json:"field"`
@@ -61,8 +62,8 @@ type Delta struct {
 }
 
 // MarshalJSON renders the window and key readably.
-func (d Delta) MarshalJSON() ([]byte, error) {
-	type plain Delta
+func (d Change) MarshalJSON() ([]byte, error) {
+	type plain Change
 	return json.Marshal(struct {
 		WindowStart string `json:"window_start"`
 		WindowEnd   string `json:"window_end"`
@@ -91,10 +92,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "  late rows absorbed %d\n", r.LateRowsAbsorbed)
 	for _, d := range []struct {
 		name string
-		d    *Delta
+		d    *Change
 	}{{"largest abs delta ", r.LargestAbs}, {"largest rel delta ", r.LargestRel}} {
 		if d.d != nil {
-			fmt.Fprintf(w, "  %s %s %g -> %g (%s %s, key %s)\n", d.name, d.d.Field, d.d.Old, d.d.New, fmtDelta(d.d), d.d.Window, d.d.Key)
+			fmt.Fprintf(w, "  %s %s %g -> %g (%s %s, key %s)\n", d.name, d.d.Field, d.d.Old, d.d.New, fmtChange(d.d), d.d.Window, d.d.Key)
 		}
 	}
 	fmt.Fprintf(w, "  raw_events         versions %d..%d\n", r.RawFrom, r.RawTo)
@@ -103,7 +104,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-func fmtDelta(d *Delta) string {
+func fmtChange(d *Change) string {
 	return fmt.Sprintf("Δ %+g, %.3g%%", d.New-d.Old, d.Relative*100)
 }
 

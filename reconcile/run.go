@@ -36,7 +36,7 @@ type cellKey struct {
 }
 
 func (r *run) do(ctx context.Context) error {
-	p, err := readProgress(ctx, r.lk)
+	p, err := readPriorRuns(ctx, r.lk)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (r *run) do(ctx context.Context) error {
 // lateWindows returns the windows holding late rows, by day: in files
 // committed since the last run, and (pending) in windows that were still
 // open at the last run.
-func (r *run) lateWindows(ctx context.Context, p *progress, rawTo int64) (map[int64]map[int64]bool, error) {
+func (r *run) lateWindows(ctx context.Context, p *priorRuns, rawTo int64) (map[int64]map[int64]bool, error) {
 	late := map[int64]map[int64]bool{} // day -> window starts
 	scanLate := func(q lake.RawQuery) error {
 		q.Status, q.Columns, q.Version = "late", []string{lake.ColEventTime}, rawTo
@@ -163,12 +163,9 @@ func (r *run) checkRange(ctx context.Context) (from, to int64, ok bool, err erro
 	// windows window_results holds: a window whose raw rows were all lost
 	// (removed by repair) is then checked, and reported as orphaned, even
 	// at either end of the lake.
-	lo, hi, has, err := r.lk.EventTimeRange(ctx)
+	lo, hi, has, err := batch.WindowStarts(ctx, r.lk)
 	if err != nil {
 		return 0, 0, false, err
-	}
-	if has {
-		lo = tidemark.SubSat(lo, r.spec.Size)
 	}
 	wlo, whi, whas, err := r.lk.WindowStartRange(ctx)
 	if err != nil {
@@ -307,7 +304,7 @@ func sameAgg(a, b tidemark.Agg) bool {
 }
 
 func (r *run) noteDelta(b *batch.Row, old *lake.WindowRow) {
-	d := Delta{Window: b.Window, Key: b.Key, Field: "count", Old: float64(old.Agg.Count), New: float64(b.Agg.Count)}
+	d := Change{Window: b.Window, Key: b.Key, Field: "count", Old: float64(old.Agg.Count), New: float64(b.Agg.Count)}
 	if r.hasValue && b.Agg.Values > 0 && old.Agg.Values > 0 {
 		d.Field, d.Old, d.New = "sum", old.Agg.Total(), b.Agg.Total()
 	}

@@ -7,9 +7,9 @@ import (
 	"tidemark/lake"
 )
 
-// progress is what earlier runs recorded (see AppRaw, AppWatermark), read
+// priorRuns is what earlier runs recorded (see AppRaw, AppWatermark), read
 // from the lake's txns.
-type progress struct {
+type priorRuns struct {
 	seq   int64 // last run sequence that wrote corrections
 	raw   int64 // raw_events version consumed; 0: none
 	wm    int64 // stream watermark seen
@@ -17,8 +17,8 @@ type progress struct {
 	lk    *lake.Lake
 }
 
-func readProgress(ctx context.Context, lk *lake.Lake) (*progress, error) {
-	p := &progress{lk: lk}
+func readPriorRuns(ctx context.Context, lk *lake.Lake) (*priorRuns, error) {
+	p := &priorRuns{lk: lk}
 	txns, err := lk.Txns(ctx, lake.TableReconcileLog)
 	if err != nil {
 		return nil, fmt.Errorf("read reconcile progress: %w", err)
@@ -37,7 +37,7 @@ func readProgress(ctx context.Context, lk *lake.Lake) (*progress, error) {
 }
 
 // rawVersion returns the latest raw_events version.
-func (p *progress) rawVersion(ctx context.Context) (int64, error) {
+func (p *priorRuns) rawVersion(ctx context.Context) (int64, error) {
 	return p.lk.Version(ctx, lake.TableRawEvents)
 }
 
@@ -46,7 +46,7 @@ func (p *progress) rawVersion(ctx context.Context) (int64, error) {
 // windows ending in that millisecond wait for a later run), and with every
 // raw_events commit, which covers windows the stream closed without emitting
 // anything (only late rows reached them).
-func (p *progress) streamWatermark(ctx context.Context) (int64, bool, error) {
+func (p *priorRuns) streamWatermark(ctx context.Context) (int64, bool, error) {
 	w, has, err := p.lk.WindowsWatermark(ctx)
 	if err != nil {
 		return 0, false, err
@@ -61,6 +61,6 @@ func (p *progress) streamWatermark(ctx context.Context) (int64, bool, error) {
 
 // record commits a txn-only version to reconcile_log: appID reaches version.
 // A lower or equal version already there is fine (nothing to record).
-func (p *progress) record(ctx context.Context, appID string, version int64) error {
+func (p *priorRuns) record(ctx context.Context, appID string, version int64) error {
 	return p.lk.RecordTxn(ctx, lake.TableReconcileLog, appID, version)
 }

@@ -46,7 +46,7 @@ func benchWatermarkJump(b *testing.B, keys int, slide time.Duration) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		e, err := New(Config{Window: spec, Lateness: (5 * time.Second).Microseconds()}, nil)
+		e, err := New(Config{Window: spec, Lateness: 5 * time.Second}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -139,9 +139,9 @@ func genPropRun(rng *rand.Rand, beyondBudget bool) propRun {
 	spec, _ := tidemark.NewWindowSpec(size, slide)
 	run := propRun{cfg: Config{Window: spec, LateRule: LateRule(rng.IntN(2))}, maxRows: []int{1, 7, 50, 200, 1000}[rng.IntN(5)]}
 	nSources := 1 + rng.IntN(2)
-	run.cfg.Lateness = budgets[rng.IntN(len(budgets))].Microseconds()
+	run.cfg.Lateness = budgets[rng.IntN(len(budgets))]
 	for s := range nSources {
-		lateness := run.cfg.Lateness
+		lateness := run.cfg.Lateness.Microseconds()
 		if s > 0 && rng.IntN(2) == 0 {
 			lateness = budgets[rng.IntN(len(budgets))].Microseconds()
 		}
@@ -181,9 +181,9 @@ func runProp(t *testing.T, run propRun, specs []string, scfg ingest.SourceConfig
 	t.Helper()
 	ctx := context.Background()
 	cfg := run.cfg
-	cfg.SourceLateness = map[string]int64{}
+	cfg.SourceLateness = map[string]time.Duration{}
 	for i, s := range specs {
-		cfg.SourceLateness[s] = run.sources[i].lateness
+		cfg.SourceLateness[s] = time.Duration(run.sources[i].lateness) * time.Microsecond
 	}
 	eng, err := New(cfg, nil)
 	if err != nil {

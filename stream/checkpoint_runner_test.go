@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestProgressCheckpointBytes: each progress line's checkpoint_bytes is
@@ -31,7 +32,7 @@ func TestProgressCheckpointBytes(t *testing.T) {
 	}
 	run := func(lakeDir string) []progress {
 		cfg := runnerConfig(t, dir, lakeDir)
-		cfg.Engine.Lateness = 60_000_000 // a minute: everything stays open
+		cfg.Engine.Lateness = time.Minute // everything stays open
 		cfg.MaxBatchRows = 10
 		cfg.Once = true
 		var out bytes.Buffer

@@ -25,7 +25,7 @@ func ckRun(rng *rand.Rand) (Config, []batchIn) {
 	if rng.IntN(3) == 0 {
 		slide = 1 + rng.Int64N(size)
 	}
-	cfg := Config{Window: tidemark.WindowSpec{Size: size, Slide: slide}, Lateness: rng.Int64N(60), LateRule: LateRule(rng.IntN(2)), OutputMode: OutputMode(rng.IntN(2))}
+	cfg := Config{Window: tidemark.WindowSpec{Size: size, Slide: slide}, Lateness: time.Duration(rng.Int64N(60)) * time.Microsecond, LateRule: LateRule(rng.IntN(2)), OutputMode: OutputMode(rng.IntN(2))}
 	nkeys := 1 + rng.IntN(300)
 	var batches []batchIn
 	clock := rng.Int64N(1000)
@@ -173,7 +173,7 @@ func TestCheckpointChangelogRule(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := store.OpenDir(t.TempDir())
 	ck := &checkpoint{st: dir}
-	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: 1 << 30}, nil)
+	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 30) * time.Microsecond}, nil)
 	var recs []tidemark.Record
 	for i := range 5000 {
 		recs = append(recs, tidemark.Record{Source: "s", EventTime: 1, Key: tidemark.MakeKey(tidemark.KeyPart{Value: fmt.Sprintf("user-%d", i)})})
@@ -212,7 +212,7 @@ func TestCheckpointChangelogRule(t *testing.T) {
 func TestCheckpointDamage(t *testing.T) {
 	ctx := context.Background()
 	// A large first batch, then small ones: a snapshot, then changelogs.
-	cfg := Config{Window: tidemark.WindowSpec{Size: 100}, Lateness: 1000}
+	cfg := Config{Window: tidemark.WindowSpec{Size: 100}, Lateness: 1000 * time.Microsecond}
 	var batches []batchIn
 	for b := range 8 {
 		var recs []tidemark.Record

@@ -51,7 +51,7 @@ func BenchmarkProcess(b *testing.B) {
 		{"tumbling-event-rule", tidemark.WindowSpec{Size: minute}, LateEvent, Append},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			cfg := Config{Window: bc.spec, Lateness: 5 * time.Second.Microseconds(), LateRule: bc.rule, OutputMode: bc.mode}
+			cfg := Config{Window: bc.spec, Lateness: 5 * time.Second, LateRule: bc.rule, OutputMode: bc.mode}
 			var ms0, ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
 			now := time.Unix(0, 0)
@@ -93,7 +93,7 @@ func BenchmarkStateBytes(b *testing.B) {
 	var perEntry, estimate float64
 	for b.Loop() {
 		// Lateness far beyond the span keeps W from closing anything.
-		e, err := New(Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 1 << 40}, nil)
+		e, err := New(Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: (1 << 40) * time.Microsecond}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -81,7 +81,7 @@ func TestChangesReplay(t *testing.T) {
 // TestChangesListOnlyTouched checks a changelog holds the pairs its batch
 // touched, not the open state.
 func TestChangesListOnlyTouched(t *testing.T) {
-	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 1000}, nil)
+	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 1000 * time.Microsecond}, nil)
 	var recs []tidemark.Record
 	for i := range 1000 {
 		recs = append(recs, tidemark.Record{Source: "s", EventTime: 5, Key: tidemark.MakeKey(tidemark.KeyPart{Value: string(rune('a'+i%26)) + string(rune(i))})})
@@ -170,7 +170,7 @@ func FuzzChangesUnmarshal(f *testing.F) {
 func TestCompactHighCardinality(t *testing.T) {
 	for _, mode := range []OutputMode{Append, Update} {
 		rng := rand.New(rand.NewPCG(5, uint64(mode)))
-		cfg := Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: 30, OutputMode: mode}
+		cfg := Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: 30 * time.Microsecond, OutputMode: mode}
 		var batches []batchIn
 		clock := int64(0)
 		for b := range 12 {

@@ -112,15 +112,21 @@ func ParsePolicy(s string) (Policy, error) {
 // Config configures an Engine. The zero value of every field but Window
 // means the documented default.
 type Config struct {
-	Window   tidemark.WindowSpec // required: Size > 0, 0 <= Slide <= Size
-	Lateness int64               // µs subtracted from each source's max event time; >= 0
+	Window tidemark.WindowSpec // required: Size > 0, 0 <= Slide <= Size
+	// Lateness is subtracted from each source's max event time to give its
+	// watermark; >= 0, whole microseconds (a finer part is dropped).
+	Lateness time.Duration
 	// SourceLateness gives a source (by its --source value) a budget of
-	// its own, µs, instead of Lateness.
-	SourceLateness map[string]int64
+	// its own instead of Lateness.
+	SourceLateness map[string]time.Duration
 	LateRule       LateRule
 	OutputMode     OutputMode
 	Policy         Policy
 	IdleTimeout    time.Duration // a source without lines for this long (by Process's now) is idle; 0 = off
+
+	// The budgets in µs, as the engine computes watermarks; set by validate.
+	latenessUS       int64
+	sourceLatenessUS map[string]int64
 }
 
 // validate checks cfg and returns it with the slide made explicit.
@@ -133,12 +139,15 @@ func (cfg Config) validate() (Config, error) {
 	}
 	cfg.Window = cfg.Window.Normalized()
 	if cfg.Lateness < 0 {
-		return cfg, fmt.Errorf("stream config: lateness must not be negative, got %dµs", cfg.Lateness)
+		return cfg, fmt.Errorf("stream config: lateness must not be negative, got %s", cfg.Lateness)
 	}
+	cfg.latenessUS = cfg.Lateness.Microseconds()
+	cfg.sourceLatenessUS = make(map[string]int64, len(cfg.SourceLateness))
 	for name, l := range cfg.SourceLateness {
 		if l < 0 {
-			return cfg, fmt.Errorf("stream config: lateness of source %s must not be negative, got %dµs", name, l)
+			return cfg, fmt.Errorf("stream config: lateness of source %s must not be negative, got %s", name, l)
 		}
+		cfg.sourceLatenessUS[name] = l.Microseconds()
 	}
 	if cfg.LateRule != LateWindow && cfg.LateRule != LateEvent {
 		return cfg, fmt.Errorf("stream config: unknown %v", cfg.LateRule)
@@ -155,10 +164,10 @@ func (cfg Config) validate() (Config, error) {
 	return cfg, nil
 }
 
-// lateness is the budget of the named source.
+// lateness is the budget of the named source, µs.
 func (cfg Config) lateness(source string) int64 {
-	if l, ok := cfg.SourceLateness[source]; ok {
+	if l, ok := cfg.sourceLatenessUS[source]; ok {
 		return l
 	}
-	return cfg.Lateness
+	return cfg.latenessUS
 }

@@ -111,7 +111,7 @@ func reference(cfg Config, history []batchIn, drain bool) (refOut, map[winKey]ti
 			if !s.hasMax || (cfg.IdleTimeout > 0 && b.now.Sub(s.lastSeen) >= cfg.IdleTimeout) {
 				continue
 			}
-			cands = append(cands, s.max-cfg.Lateness)
+			cands = append(cands, s.max-cfg.Lateness.Microseconds())
 		}
 		if len(cands) > 0 {
 			c := slices.Min(cands)
@@ -153,7 +153,7 @@ func genRun(rng *rand.Rand) (Config, []batchIn) {
 	}
 	cfg := Config{
 		Window:     tidemark.WindowSpec{Size: size, Slide: slide},
-		Lateness:   rng.Int64N(15),
+		Lateness:   time.Duration(rng.Int64N(15)) * time.Microsecond,
 		LateRule:   LateRule(rng.IntN(2)),
 		OutputMode: OutputMode(rng.IntN(2)),
 		Policy:     Policy(rng.IntN(2)),

@@ -105,7 +105,7 @@ func TestSeedWalkthroughs(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/drain=%v", tt.name, drain), func(t *testing.T) {
 				e := mustNew(t, Config{
 					Window:   tidemark.WindowSpec{Size: tt.size},
-					Lateness: tt.lateness,
+					Lateness: time.Duration(tt.lateness) * time.Microsecond,
 					LateRule: tt.rule,
 				}, nil)
 				show := func(rs []tidemark.Result) []string { return showResults(rs, base, tt.unit) }

@@ -17,7 +17,7 @@ func ev(src string, t int64) tidemark.Record {
 }
 
 func TestQuarantinedFutureDoesNotMoveWatermark(t *testing.T) {
-	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 5, LateRule: LateEvent}, nil)
+	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 5 * time.Microsecond, LateRule: LateEvent}, nil)
 	y2099 := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 
 	res := e.Process([]tidemark.Record{{Source: "s", EventTime: y2099, Reason: tidemark.ReasonFutureTime}}, t0)
@@ -206,7 +206,7 @@ func TestUpdateMode(t *testing.T) {
 }
 
 func TestDisorderPerSource(t *testing.T) {
-	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 100}, nil)
+	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 100 * time.Microsecond}, nil)
 	batch := []tidemark.Record{ev("a", 50), ev("b", 10), ev("a", 40), ev("a", 60), ev("b", 5), ev("a", 55)}
 	e.Process(batch, t0)
 	batch2 := []tidemark.Record{ev("b", 1)}
@@ -221,7 +221,7 @@ func TestDisorderPerSource(t *testing.T) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
-	cfg := Config{Window: tidemark.WindowSpec{Size: 20, Slide: 5}, Lateness: 7, OutputMode: Update, IdleTimeout: time.Second}
+	cfg := Config{Window: tidemark.WindowSpec{Size: 20, Slide: 5}, Lateness: 7 * time.Microsecond, OutputMode: Update, IdleTimeout: time.Second}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var batches [][]tidemark.Record
 	for i := range 60 {
@@ -302,7 +302,7 @@ func TestNewRejects(t *testing.T) {
 	}{
 		{"zero window", Config{}, nil},
 		{"slide above size", Config{Window: tidemark.WindowSpec{Size: 10, Slide: 11}}, nil},
-		{"negative lateness", Config{Window: ok.Window, Lateness: -1}, nil},
+		{"negative lateness", Config{Window: ok.Window, Lateness: -time.Microsecond}, nil},
 		{"negative idle", Config{Window: ok.Window, IdleTimeout: -1}, nil},
 		{"bad rule", Config{Window: ok.Window, LateRule: 7}, nil},
 		{"bad mode", Config{Window: ok.Window, OutputMode: 7}, nil},
@@ -352,7 +352,7 @@ func TestParse(t *testing.T) {
 // TestStateBounded checks that closed windows are freed: a long run holds
 // no more state than its busiest moment.
 func TestStateBounded(t *testing.T) {
-	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 100, Slide: 50}, Lateness: 20}, nil)
+	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 100, Slide: 50}, Lateness: 20 * time.Microsecond}, nil)
 	keys := make([]tidemark.Key, 50)
 	for i := range keys {
 		keys[i] = tidemark.MakeKey(tidemark.KeyPart{Value: string(rune('A' + i))})

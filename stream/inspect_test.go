@@ -33,7 +33,7 @@ func TestInspect(t *testing.T) {
 	cfg := runnerConfig(t, dirA, lakeDir)
 	cfg.Sources = append(cfg.Sources, dirB)
 	cfg.Once = true
-	cfg.Engine.SourceLateness = map[string]int64{dirB: 1e6} // b's own budget: 1 s
+	cfg.Engine.SourceLateness = map[string]time.Duration{dirB: time.Second} // b's own budget: 1 s
 	appendLine(t, filepath.Join(dirA, "a.ndjson"), `{"event_time":"2026-01-01T00:00:00.5Z","page":"/a","value":1}`)
 	appendLine(t, filepath.Join(dirA, "a.ndjson"), `{"event_time":"2026-01-01T00:00:02.5Z","page":"/b","value":1}`)
 	appendLine(t, filepath.Join(dirB, "b.ndjson"), `{"event_time":"2026-01-01T00:00:01.5Z","page":"/a","value":1}`)

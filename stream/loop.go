@@ -95,6 +95,9 @@ func (r *runner) run(ctx context.Context) error {
 	}()
 	for b := range batches {
 		b.entry.BatchID = r.nextID
+		if err := r.lock.lost(); err != nil {
+			return err
+		}
 		// Once the batch is read, finish it even if ctx is cancelled now:
 		// SIGTERM commits the current batch, then exits.
 		if err := r.process(context.WithoutCancel(ctx), b.entry, b.recs); err != nil {

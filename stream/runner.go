@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -31,7 +32,7 @@ type RunnerConfig struct {
 	Name    string               // stream name; default "stream"
 
 	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
-	MaxBatchRows int           // input lines per micro-batch; default 100000
+	MaxBatchRows int           // input lines per micro-batch; 0 means 100000, negative is an error
 	Trigger      time.Duration // minimum interval between batches
 	Once         bool          // process what is available now, then return
 	Drain        bool          // with Once: then close every open window
@@ -56,6 +57,35 @@ type RunnerConfig struct {
 	// OnProgress, if set, is called after each committed batch, on the
 	// goroutine that commits (keep it short); the terminal display uses it.
 	OnProgress func(Progress)
+}
+
+// Validate checks what `tidemark stream` would refuse, with the flags'
+// names in its messages (the engine's own checks follow in New): Run calls
+// it first, so a bad config fails before anything is opened.
+func (c RunnerConfig) Validate() error {
+	switch {
+	case len(c.Sources) == 0:
+		return errors.New("--source is required: a directory or s3://bucket/prefix")
+	case c.Engine.Window.Size == 0:
+		return errors.New("--window is required, e.g. --window 10m")
+	case c.Engine.Lateness < 0:
+		return fmt.Errorf("--lateness must not be negative, got %s", c.Engine.Lateness)
+	case c.Engine.IdleTimeout < 0:
+		return fmt.Errorf("--idle-timeout must not be negative, got %s", c.Engine.IdleTimeout)
+	case c.MaxBatchRows < 0:
+		return fmt.Errorf("--max-batch-rows must be at least 1, got %d", c.MaxBatchRows)
+	case c.Drain && !c.Once:
+		return errors.New("--drain needs --once: a continuous stream never drains")
+	}
+	for name := range c.Engine.SourceLateness {
+		if !slices.Contains(c.Sources, name) {
+			return fmt.Errorf("--source-lateness: %q is not one of the --source values %q", name, c.Sources)
+		}
+	}
+	if err := lake.CheckKeys(c.Decoder.Keys); err != nil {
+		return err
+	}
+	return c.Decoder.Validate()
 }
 
 func (c *RunnerConfig) defaults() {
@@ -91,6 +121,9 @@ func joinLocation(base string, elem ...string) string {
 // is finished and committed first) or, with Once, until the available input
 // is processed.
 func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
 	r, err := newRunner(ctx, cfg)
 	if err != nil {
@@ -99,7 +132,7 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 	cfg.Logger.Info("stream started", "lake", cfg.Lake, "checkpoint", cfg.Checkpoint, "sources", cfg.Sources,
 		"stream_id", r.id, "next_batch", r.nextID, "once", cfg.Once)
 	r.startProgress()
-	runErr := explainWriteError(r.run(ctx))
+	runErr := explainWriteError(r.runLocked(ctx))
 	closeErr := r.close()
 	if runErr != nil && closeErr != nil {
 		// One line: what stopped the stream, then what failed on the way out
@@ -107,6 +140,28 @@ func Run(ctx context.Context, cfg RunnerConfig) (*Summary, error) {
 		return r.sum, fmt.Errorf("%w; then, stopping: %s", runErr, strings.ReplaceAll(closeErr.Error(), "\n", "; "))
 	}
 	return r.sum, errors.Join(runErr, closeErr)
+}
+
+// runLocked runs the loop while the lock holds: a lost lock (lock.lost)
+// stops reading, refuses the next batch and is the error Run returns.
+func (r *runner) runLocked(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-r.lock.done():
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	err := r.run(ctx)
+	stop()
+	<-watched
+	if lost := r.lock.lost(); lost != nil {
+		return lost
+	}
+	return err
 }
 
 // explainWriteError adds to a failure of the lake or checkpoint store what

@@ -43,7 +43,7 @@ func BenchmarkRunOnce(b *testing.B) {
 		b.StopTimer()
 		cfg := runnerConfig(b, dir, b.TempDir())
 		cfg.Engine.Window.Size, cfg.Engine.Window.Slide = time.Minute.Microseconds(), time.Minute.Microseconds()
-		cfg.Engine.Lateness = (10 * time.Second).Microseconds()
+		cfg.Engine.Lateness = 10 * time.Second
 		cfg.Once, cfg.Drain, cfg.MaxBatchRows = true, true, 50_000
 		b.StartTimer()
 		sum, err := Run(context.Background(), cfg)

@@ -145,7 +145,7 @@ func TestDiskFull(t *testing.T) {
 	n := faultInput(t, in)
 	run := func(lakeDir string, d *disk) error {
 		cfg := runnerConfig(t, in, lakeDir)
-		cfg.Engine.Lateness = time.Second.Microseconds()
+		cfg.Engine.Lateness = time.Second
 		cfg.MaxBatchRows = 200
 		cfg.Once, cfg.Drain = true, true
 		cfg.LakeStore = openFull(t, lakeDir, d)
@@ -217,7 +217,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	n := faultInput(t, in)
 	run := func(lakeDir string) error {
 		cfg := runnerConfig(t, in, lakeDir)
-		cfg.Engine.Lateness = time.Second.Microseconds()
+		cfg.Engine.Lateness = time.Second
 		cfg.MaxBatchRows = 200
 		cfg.Once, cfg.Drain = true, true
 		_, err := Run(context.Background(), cfg)

@@ -3,6 +3,7 @@ package stream
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -207,5 +208,43 @@ func sortDurations(d []time.Duration) {
 		for j := i; j > 0 && d[j] < d[j-1]; j-- {
 			d[j], d[j-1] = d[j-1], d[j]
 		}
+	}
+}
+
+// Run validates its config before it opens anything: each bad field gets
+// the message `tidemark stream` shows for its flag, and no lake is made.
+func TestRunnerConfigValidate(t *testing.T) {
+	lakeDir := filepath.Join(t.TempDir(), "lake")
+	good := runnerConfig(t, t.TempDir(), lakeDir)
+	tests := []struct {
+		name string
+		edit func(*RunnerConfig)
+		want string
+	}{
+		{"no source", func(c *RunnerConfig) { c.Sources = nil }, "--source is required"},
+		{"no window", func(c *RunnerConfig) { c.Engine.Window = tidemark.WindowSpec{} }, "--window is required"},
+		{"negative lateness", func(c *RunnerConfig) { c.Engine.Lateness = -time.Second }, "--lateness must not be negative, got -1s"},
+		{"negative idle timeout", func(c *RunnerConfig) { c.Engine.IdleTimeout = -time.Second }, "--idle-timeout must not be negative"},
+		{"negative batch rows", func(c *RunnerConfig) { c.MaxBatchRows = -1 }, "--max-batch-rows must be at least 1"},
+		{"drain without once", func(c *RunnerConfig) { c.Drain = true }, "--drain needs --once"},
+		{"budget of no source", func(c *RunnerConfig) { c.Engine.SourceLateness = map[string]time.Duration{"nope": time.Second} }, `"nope" is not one of the --source values`},
+		{"key named like a column", func(c *RunnerConfig) { c.Decoder.Keys = []string{"count"} }, `--key "count" is a column name`},
+		{"unknown format", func(c *RunnerConfig) { c.Decoder.Format = "xml" }, `unknown format "xml"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			tc.edit(&cfg)
+			_, err := Run(context.Background(), cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error saying %q", err, tc.want)
+			}
+			if _, err := os.Stat(lakeDir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the lake was opened before validation: %v", err)
+			}
+		})
+	}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("the good config: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"tidemark"
 	"tidemark/lake/store"
@@ -24,7 +25,7 @@ func userKeys(n int) []tidemark.Key {
 // openState returns an engine holding n open (window, key) pairs: n keys in
 // one window that nothing closes (the lateness is far beyond the span).
 func openState(b *testing.B, keys []tidemark.Key) *Engine {
-	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: 1 << 40}, nil)
+	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 40) * time.Microsecond}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

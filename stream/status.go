@@ -77,7 +77,7 @@ func newStatus(cfg RunnerConfig) *status {
 	info := StatusInfo{
 		Name: cfg.Name, Lake: cfg.Lake, Checkpoint: cfg.Checkpoint, Sources: cfg.Sources,
 		Window:   us(cfg.Engine.Window.Size),
-		Lateness: us(cfg.Engine.Lateness),
+		Lateness: cfg.Engine.Lateness.String(),
 		LateRule: "window", Policy: "min",
 		Started:      tidemark.FormatTime(cfg.Clock().UnixMicro()),
 		HistoryLimit: historyBatches,

@@ -11,7 +11,7 @@ import (
 // budget, the idle flag follows IdleTimeout on the batch clock, and W is the
 // min over the active sources' watermarks.
 func TestSourceMarks(t *testing.T) {
-	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1e6}, Lateness: 2e6, IdleTimeout: 5 * time.Second}, nil)
+	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1e6}, Lateness: 2 * time.Second, IdleTimeout: 5 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestSourceMarks(t *testing.T) {
 // capped by its frontier) shows the watermark W is computed from, not max
 // event time minus the global budget.
 func TestSourceMarksOwnBudget(t *testing.T) {
-	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1e6}, Lateness: 2e6, SourceLateness: map[string]int64{"slow": 10e6}}, nil)
+	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1e6}, Lateness: 2 * time.Second, SourceLateness: map[string]time.Duration{"slow": 10 * time.Second}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func statusStream(t *testing.T) (addr string, log *progressLog, stop func()) {
 	}
 	cfg := runnerConfig(t, dirA, lakeDir)
 	cfg.Sources = []string{dirA, dirB}
-	cfg.Engine.Lateness = 2 * 1e6
+	cfg.Engine.Lateness = 2 * time.Second
 	cfg.Engine.IdleTimeout = 5 * time.Second
 	cfg.MetricsAddr = freeAddr(t)
 	var tick atomic.Int64

@@ -106,7 +106,7 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		recs[i].Offset = offsets[recs[i].File]
 		offsets[recs[i].File] += 100
 	}
-	e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: g.lateness}, nil)
+	e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(g.lateness) * time.Microsecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func testReplayer(budget int64, rule string) (Replayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: budget, LateRule: r}, nil)
+	e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(budget) * time.Microsecond, LateRule: r}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (a engineAdapter) Process(recs []tidemark.Record, now time.Time) { a.e.Proc
 // per group (group names the row's group).
 func (d *testData) streamDrops(t testing.TB, budget int64, rule stream.LateRule, group func(*tidemark.Record) string) map[string]int64 {
 	t.Helper()
-	e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: budget, LateRule: rule}, nil)
+	e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(budget) * time.Microsecond, LateRule: rule}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

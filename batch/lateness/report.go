@@ -66,6 +66,11 @@ const (
 type Config struct {
 	// From and To bound event time, [From, To); 0 means unbounded.
 	From, To int64
+	// Since, when positive, sets From to Clock() − Since (the last Since
+	// up to now); 0 means unset, as for reconcile. It excludes From and To.
+	Since time.Duration
+	// Clock is the wall clock Since counts back from; nil means time.Now.
+	Clock func() time.Time
 	// By is "none" (or ""), "source", or one of the lake's key fields.
 	By string
 	// Replay makes one stream engine per (budget, late rule) for the
@@ -98,6 +103,24 @@ type Config struct {
 	// lag or disorder is at least this are bad timestamps, left out of
 	// the measures; 0 means DefaultBadAfter.
 	BadAfter time.Duration
+}
+
+// since turns Since into From, by Clock; it runs after defaults.
+func (c *Config) since() error {
+	switch {
+	case c.Since == 0:
+		return nil
+	case c.Since < 0:
+		return fmt.Errorf("lateness: --since must not be negative, got %s", c.Since)
+	case c.From != lake.AllFrom || c.To != lake.AllTo:
+		return errors.New("lateness: give --since or --from/--to, not both")
+	}
+	clock := c.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	c.From = clock().Add(-c.Since).UnixMicro()
+	return nil
 }
 
 func (c *Config) defaults() {
@@ -281,6 +304,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.Replay == nil {
 		return nil, errors.New("lateness: Config.Replay is required")
+	}
+	if err := cfg.since(); err != nil {
+		return nil, err
 	}
 	if cfg.From >= cfg.To {
 		return nil, fmt.Errorf("lateness: empty time range [%s, %s)", tidemark.FormatTime(cfg.From), tidemark.FormatTime(cfg.To))

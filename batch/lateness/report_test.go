@@ -211,6 +211,34 @@ func TestTimeRange(t *testing.T) {
 	}
 }
 
+// TestSince counts back from the injected clock: with the clock 1000 s
+// after t0, --since 990s keeps the events of the last 990 s, and a clock
+// 10 h after t0 keeps none of the last hour.
+func TestSince(t *testing.T) {
+	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 5, maxBatch: 100})
+	now := time.UnixMicro(t0 + 1000*usSecond)
+	rep := run(t, d, Config{Since: 990 * time.Second, Clock: func() time.Time { return now }})
+	var want int64
+	for _, r := range d.recs {
+		if r.EventTime >= t0+10*usSecond {
+			want++
+		}
+	}
+	if got := rep.Groups[0].Rows; got != want || want == 0 || want == int64(len(d.recs)) {
+		t.Errorf("rows since now-990s: got %d, want %d (of %d)", got, want, len(d.recs))
+	}
+	late := run(t, d, Config{Since: time.Hour, Clock: func() time.Time { return time.UnixMicro(t0 + 10*usHour) }})
+	if len(late.Groups) != 0 {
+		t.Errorf("since after the data: got %d groups, want 0", len(late.Groups))
+	}
+	for _, cfg := range []Config{{Since: -time.Second}, {Since: time.Hour, From: t0}, {Since: time.Hour, To: t0}} {
+		cfg.Replay = testReplayer
+		if _, err := Run(context.Background(), d.lk, cfg); err == nil {
+			t.Errorf("Run(%+v): got nil error, want one", cfg)
+		}
+	}
+}
+
 func TestRunNeedsReplay(t *testing.T) {
 	d := makeLake(t, genConfig{n: 10, sources: []string{"s"}, seed: 6, maxBatch: 100})
 	if _, err := Run(context.Background(), d.lk, Config{}); err == nil {

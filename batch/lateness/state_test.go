@@ -45,7 +45,7 @@ func TestWhatIfCost(t *testing.T) {
 		if b < usMinute || b > 10*usMinute {
 			continue
 		}
-		e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: b}, nil)
+		e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(b) * time.Microsecond}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"tidemark"
+	"tidemark/stream"
 )
 
 // The flags of issue 10 refuse bad values with one clear line.
@@ -122,17 +126,27 @@ func FuzzSourceLateness(f *testing.F) {
 	}
 	sources := []string{"logs/mobile", "a=b", "s3://b/p"}
 	f.Fuzz(func(t *testing.T, v string) {
-		got, err := sourceLateness(sources, []string{v})
+		got, err := sourceLateness([]string{v})
 		if err != nil {
+			return
+		}
+		// Run refuses a SOURCE that is not a --source.
+		cfg := stream.RunnerConfig{Sources: sources, Engine: stream.Config{Window: tidemark.WindowSpec{Size: 1}, SourceLateness: got}}
+		if err := cfg.Validate(); err != nil {
+			for name := range got {
+				if slices.Contains(sources, name) {
+					t.Fatalf("%q: a --source refused: %v", v, err)
+				}
+			}
 			return
 		}
 		if len(got) != 1 {
 			t.Fatalf("%q: got %v", v, got)
 		}
-		for name, us := range got {
+		for name, budget := range got {
 			d, perr := time.ParseDuration(v[len(name)+1:])
-			if !strings.HasPrefix(v, name+"=") || perr != nil || d.Microseconds() != us || us < 0 {
-				t.Fatalf("%q: parsed as %s = %dµs", v, name, us)
+			if !strings.HasPrefix(v, name+"=") || perr != nil || d != budget || budget < 0 || !slices.Contains(sources, name) {
+				t.Fatalf("%q: parsed as %s = %s", v, name, budget)
 			}
 		}
 	})

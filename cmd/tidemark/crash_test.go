@@ -4,95 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"tidemark/lake"
 	"tidemark/lake/store"
-	"tidemark/lake/store/storetest"
 )
-
-// crashInput appends lines to two sources (a/ and b/, one file each) while
-// the stream runs: valid events
-// with a small disorder, a malformed line every 37th, lines written in
-// pieces (a partial last line must wait for its newline). It records the
-// byte offset of every line it completes.
-type crashInput struct {
-	dir   string
-	keys  int // distinct page values, cycled; 0 means 5
-	mu    sync.Mutex
-	lines map[string]bool // "file@offset" -> malformed
-}
-
-func (in *crashInput) write(ctx context.Context, total int, rng *rand.Rand) error {
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	// One file per source: within a source, files are read in lexical order,
-	// so two files of one source written in parallel would make results
-	// depend on batch boundaries (the later file's rows turn late).
-	files := []string{"a/events.ndjson", "b/events.ndjson"}
-	var offsets [2]int64
-	keys := in.keys
-	if keys <= 0 {
-		keys = 5
-	}
-	handles := make([]*os.File, 2)
-	for i, name := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(in.dir, name)), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(filepath.Join(in.dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		handles[i] = f
-	}
-	for n := 0; n < total; n++ {
-		fi := n % 2
-		var line string
-		bad := n%37 == 36
-		if bad {
-			line = fmt.Sprintf(`{"event_time": "broken %d"`, n)
-		} else {
-			t := base.Add(time.Duration(n)*time.Second - time.Duration(rng.IntN(3))*time.Second)
-			line = fmt.Sprintf(`{"event_time":%q,"page":"/p%d","value":%d}`, t.Format(time.RFC3339), n%keys, n%100)
-		}
-		data := line + "\n"
-		// Write some lines in two pieces, so a reader can see half a line.
-		cut := len(data)
-		if n%7 == 3 {
-			cut = len(data) / 2
-		}
-		if _, err := handles[fi].WriteString(data[:cut]); err != nil {
-			return err
-		}
-		if cut < len(data) {
-			time.Sleep(time.Millisecond) // the writer's pacing, not a test wait
-			if _, err := handles[fi].WriteString(data[cut:]); err != nil {
-				return err
-			}
-		}
-		in.mu.Lock()
-		in.lines[fmt.Sprintf("%s@%d", files[fi], offsets[fi])] = bad // source dir + file
-		in.mu.Unlock()
-		offsets[fi] += int64(len(data))
-		if n%20 == 19 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
 
 // TestCrashKill9 kills the real binary with SIGKILL at random moments while
 // another process keeps appending, restarts it each time, and checks that
@@ -122,14 +42,8 @@ func TestCrashKill9S3Lake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	srv := storetest.StartVersity(t)
+	srv, env := versityEnv(t)
 	bucket := srv.Bucket(t)
-	env := []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey,
-		"AWS_REGION=" + srv.Region, "AWS_ENDPOINT_URL=" + srv.Endpoint}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v) // for opening the lakes below, in this process
-	}
 	crashKill9(t, 10, "s3://"+bucket+"/crash", "s3://"+bucket+"/reference", env,
 		[]string{"--s3-endpoint", srv.Endpoint})
 }
@@ -140,14 +54,8 @@ func TestCrashKill9HighCardinalityS3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	srv := storetest.StartVersity(t)
+	srv, env := versityEnv(t)
 	bucket := srv.Bucket(t)
-	env := []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey,
-		"AWS_REGION=" + srv.Region, "AWS_ENDPOINT_URL=" + srv.Endpoint}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
 	crashKill9With(t, 6, 3000, "s3://"+bucket+"/crash", "s3://"+bucket+"/reference", env,
 		[]string{"--s3-endpoint", srv.Endpoint, "--window", "10m", "--lateness", "30m"})
 }
@@ -161,7 +69,7 @@ func crashKill9(t *testing.T, kills int, lakeURL, refURL string, env, flags []st
 // crashKill9With is crashKill9 with keys distinct page values (0: 5);
 // flags may override the window and lateness (the last value wins).
 func crashKill9With(t *testing.T, kills, keys int, lakeURL, refURL string, env, flags []string) {
-	in := &crashInput{dir: t.TempDir(), keys: keys, lines: map[string]bool{}}
+	in := newCrashInput(t.TempDir(), keys)
 	lakeDir := lakeURL
 	rng := rand.New(rand.NewPCG(42, 9))
 	args := append([]string{"stream", "--source", filepath.Join(in.dir, "a"), "--source", filepath.Join(in.dir, "b"), "--key", "page", "--value", "value",
@@ -173,41 +81,23 @@ func crashKill9With(t *testing.T, kills, keys int, lakeURL, refURL string, env, 
 	writeErr := make(chan error, 1)
 	go func() { writeErr <- in.write(ctx, 6000, rand.New(rand.NewPCG(1, 2))) }()
 
-	survived, replays := 0, 0
+	replays := 0
 	kinds := map[string]int{} // state files seen after kills, by extension
-	for i := 0; i < kills; i++ {
-		cmd := exec.Command(binary, args...)
-		cmd.Env = append(cmd.Environ(), env...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // a random moment to kill at
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		replays += strings.Count(stderr.String(), "replaying a batch interrupted by a crash")
+	survived := killLoop(t, kills, args, env, rng, 50*time.Millisecond, 400*time.Millisecond, nil, func(stderr string) {
+		replays += strings.Count(stderr, "replaying a batch interrupted by a crash")
 		if keys > 0 && !strings.HasPrefix(lakeURL, "s3://") { // what the kill left in the checkpoint's state/
 			files, _ := filepath.Glob(filepath.Join(lakeURL, "_checkpoints", "stream", "state", "*"))
 			for _, f := range files {
 				kinds[filepath.Ext(f)]++
 			}
 		}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			survived++
-		} else {
-			t.Fatalf("run %d ended before the kill (%v):\n%s", i, err, stderr.String())
-		}
-	}
+	})
 	if err := <-writeErr; err != nil {
 		t.Fatalf("writer: %v", err)
 	}
-	// Finish: process everything, close every window.
-	if _, stderr, code := runEnv(t, env, append(args, "--once", "--drain")...); code != 0 {
-		t.Fatalf("final run: exit %d\n%s", code, stderr)
-	}
+	// Finish (process everything, close every window); window_results
+	// equals an uninterrupted run over the same files.
+	finishAndCompare(t, args, env, lakeDir, refURL, survived)
 	t.Logf("survived %d kill -9s; %d restarts replayed a batch the kill interrupted", survived, replays)
 	if keys > 0 && !strings.HasPrefix(lakeURL, "s3://") {
 		t.Logf("state files seen after the kills: %v", kinds)
@@ -219,23 +109,6 @@ func crashKill9With(t *testing.T, kills, keys int, lakeURL, refURL string, env, 
 	// Every line exactly once, by file and offset.
 	lk := openTestLake(t, lakeDir)
 	checkOnce(t, in.lines, lakeLines(t, lk, lake.RawQuery{Columns: []string{lake.ColSource, lake.ColFile, lake.ColOffset}}, nil))
-
-	// window_results equals an uninterrupted run over the same files.
-	refLake := refURL
-	ref := append([]string{}, args...)
-	for i := range ref {
-		if ref[i] == lakeDir {
-			ref[i] = refLake
-		}
-	}
-	if _, stderr, code := runEnv(t, env, append(ref, "--once", "--drain")...); code != 0 {
-		t.Fatalf("reference run: exit %d\n%s", code, stderr)
-	}
-	gotW := windowSummary(t, lk)
-	wantW := windowSummary(t, openTestLake(t, refLake))
-	if gotW != wantW {
-		t.Errorf("window_results after %d kills differ from an uninterrupted run:\n%s", survived, diffLines(gotW, wantW))
-	}
 }
 
 func head(s []string) []string {

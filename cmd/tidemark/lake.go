@@ -59,20 +59,9 @@ func parseTime(flag, s string) (int64, error) {
 	return 0, fmt.Errorf("--%s %q: want RFC 3339 (2026-03-01T10:00:00Z) or a date (2026-03-01)", flag, s)
 }
 
-// timeRange reads --from/--to, or --since (the last D up to now) on the
-// commands that have it; unset bounds are -infinity and +infinity.
+// timeRange reads --from/--to; unset bounds are -infinity and +infinity.
 func timeRange(c *cli.Context) (from, to int64, err error) {
 	from, to = tidemark.MinTime, tidemark.MaxTime
-	if c.IsSet("since") {
-		d := c.Duration("since")
-		switch {
-		case c.IsSet("from") || c.IsSet("to"):
-			return from, to, fmt.Errorf("--since and --from/--to exclude each other")
-		case d <= 0:
-			return from, to, fmt.Errorf("--since must be positive, got %s", d)
-		}
-		return time.Now().Add(-d).UnixMicro(), to, nil
-	}
 	if s := c.String("from"); s != "" {
 		if from, err = parseTime("from", s); err != nil {
 			return

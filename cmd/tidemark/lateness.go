@@ -56,6 +56,7 @@ func runLateness(c *cli.Context) error {
 	if cfg.By, cfg.Period, err = parseBy(c.StringSlice("by")); err != nil {
 		return err
 	}
+	cfg.Since = c.Duration("since")
 	cfg.BadAfter = c.Duration("bad-after")
 	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")})
 	rep, err := lateness.Run(c.Context, lk, cfg)
@@ -120,7 +121,7 @@ func writePlot(path string, rep *lateness.Report) error {
 func engineReplayer(base stream.Config) lateness.NewReplayer {
 	return func(budget int64, rule string) (lateness.Replayer, error) {
 		cfg := base
-		cfg.Lateness = budget
+		cfg.Lateness = time.Duration(budget) * time.Microsecond
 		var err error
 		if cfg.LateRule, err = stream.ParseLateRule(rule); err != nil {
 			return nil, err

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"tidemark/lake"
-	"tidemark/lake/store/storetest"
 )
 
 // TestMaintenanceWhileStreaming runs, as cron would beside two live streams
@@ -34,19 +33,13 @@ func TestMaintenanceWhileStreamingS3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("maintenance loop: not in -short")
 	}
-	srv := storetest.StartVersity(t)
+	srv, env := versityEnv(t)
 	bucket := srv.Bucket(t)
-	env := []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey,
-		"AWS_REGION=" + srv.Region, "AWS_ENDPOINT_URL=" + srv.Endpoint}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v) // for opening the lake below, in this process
-	}
 	maintainWhileStreaming(t, "s3://"+bucket+"/lake", env, []string{"--s3-endpoint", srv.Endpoint})
 }
 
 func maintainWhileStreaming(t *testing.T, lakeURL string, env, flags []string) {
-	in := &crashInput{dir: t.TempDir(), lines: map[string]bool{}}
+	in := newCrashInput(t.TempDir(), 0)
 	// Two streams on the lake, as two hosts would run them: "one" tails a/,
 	// "two" tails b/.
 	streamArgs := func(name, source string) []string {

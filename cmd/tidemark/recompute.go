@@ -41,16 +41,15 @@ func recomputeCommand() *cli.Command {
 			}
 			if c.String("from") == "" || c.String("to") == "" {
 				// Default to the windows that can hold the lake's events.
-				lo, hi, ok, err := lk.EventTimeRange(c.Context)
+				lo, hi, ok, err := batch.WindowStarts(c.Context, lk)
 				if err != nil {
 					return err
 				}
 				if !ok {
 					return fmt.Errorf("raw_events is empty: nothing to recompute")
 				}
-				size := lk.Config().Window.Size
 				if c.String("from") == "" {
-					from = lo - size
+					from = lo
 				}
 				if c.String("to") == "" {
 					to = hi

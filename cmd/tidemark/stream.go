@@ -10,7 +10,6 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
-	"tidemark/lake"
 	"tidemark/lake/store"
 	"tidemark/stream"
 )
@@ -42,7 +41,7 @@ func streamCommand() *cli.Command {
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "a source silent this long stops holding back the watermark (0: never)", EnvVars: env("idle-timeout")},
 			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival", EnvVars: env("max-future")},
 			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "quarantine longer lines as line_too_long", EnvVars: env("max-line-bytes")},
-			&cli.IntFlag{Name: "max-batch-rows", Value: 100_000, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows")},
+			&cli.IntFlag{Name: "max-batch-rows", Value: 100_000, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows"), Action: atLeastOne("max-batch-rows")},
 			&cli.DurationFlag{Name: "trigger", Usage: "minimum interval between micro-batches (0: as soon as data arrives)", EnvVars: env("trigger")},
 			&cli.BoolFlag{Name: "once", Usage: "process everything available now, then exit (open windows stay in the checkpoint)", EnvVars: env("once")},
 			&cli.BoolFlag{Name: "drain", Usage: "with --once: then close every open window (a backfill)", EnvVars: env("drain")},
@@ -60,38 +59,18 @@ func streamCommand() *cli.Command {
 	}
 }
 
-// streamConfig turns flags into the runner's Config, refusing bad values with
-// one clear message.
+// streamConfig turns flags into the runner's Config: it parses what a flag
+// spells (durations, names, SOURCE=DURATION); stream.Run validates the rest.
 func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	var cfg stream.RunnerConfig
 	cfg.Sources = c.StringSlice("source")
-	if len(cfg.Sources) == 0 {
-		return cfg, fmt.Errorf("--source is required: a directory or s3://bucket/prefix")
+	var spec tidemark.WindowSpec
+	if c.Duration("window") != 0 { // 0: unset, which Run refuses as missing
+		var err error
+		if spec, err = tidemark.NewWindowSpec(c.Duration("window"), c.Duration("slide")); err != nil {
+			return cfg, fmt.Errorf("--window/--slide: %w", err)
+		}
 	}
-	if c.Duration("window") == 0 {
-		return cfg, fmt.Errorf("--window is required, e.g. --window 10m")
-	}
-	spec, err := tidemark.NewWindowSpec(c.Duration("window"), c.Duration("slide"))
-	if err != nil {
-		return cfg, fmt.Errorf("--window/--slide: %w", err)
-	}
-	if c.Duration("lateness") < 0 {
-		return cfg, fmt.Errorf("--lateness must not be negative, got %s", c.Duration("lateness"))
-	}
-	if c.Duration("idle-timeout") < 0 {
-		return cfg, fmt.Errorf("--idle-timeout must not be negative, got %s", c.Duration("idle-timeout"))
-	}
-	keys := c.StringSlice("key")
-	if err := lake.CheckKeys(keys); err != nil {
-		return cfg, err
-	}
-	if c.Int("max-batch-rows") < 1 {
-		return cfg, fmt.Errorf("--max-batch-rows must be at least 1, got %d", c.Int("max-batch-rows"))
-	}
-	if c.Bool("drain") && !c.Bool("once") {
-		return cfg, fmt.Errorf("--drain needs --once: a continuous stream never drains")
-	}
-
 	lateRule, err := stream.ParseLateRule(c.String("late-rule"))
 	if err != nil {
 		return cfg, fmt.Errorf("--late-rule: %w", err)
@@ -104,7 +83,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--watermark-policy: %w", err)
 	}
-	perSource, err := sourceLateness(cfg.Sources, c.StringSlice("source-lateness"))
+	perSource, err := sourceLateness(c.StringSlice("source-lateness"))
 	if err != nil {
 		return cfg, err
 	}
@@ -119,7 +98,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.Engine = stream.Config{
 		Window:         spec,
 		SourceLateness: perSource,
-		Lateness:       c.Duration("lateness").Microseconds(),
+		Lateness:       c.Duration("lateness"),
 		LateRule:       lateRule,
 		OutputMode:     mode,
 		Policy:         policy,
@@ -130,15 +109,12 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		TimeField:    c.String("time-field"),
 		TimeUnit:     c.String("time-unit"),
 		TimeLayout:   c.String("time-layout"),
-		Keys:         keys,
+		Keys:         c.StringSlice("key"),
 		ValueField:   c.String("value"),
 		ArrivalField: c.String("arrival-field"),
 		MaxFuture:    c.Duration("max-future"),
 		MaxLineBytes: c.Int("max-line-bytes"),
 		MinEventTime: floor,
-	}
-	if err := cfg.Decoder.Validate(); err != nil {
-		return cfg, err
 	}
 	cfg.Lake = c.String("lake")
 	cfg.S3 = store.S3Config{Endpoint: c.String("s3-endpoint")}
@@ -156,12 +132,13 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 }
 
 // sourceLateness parses the --source-lateness values (SOURCE=DURATION, the
-// last "=" splitting, so a path may hold one) into per-source budgets, µs.
-func sourceLateness(sources, values []string) (map[string]int64, error) {
+// last "=" splitting, so a path may hold one) into per-source budgets; Run
+// checks that each SOURCE is a --source.
+func sourceLateness(values []string) (map[string]time.Duration, error) {
 	if len(values) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]int64, len(values))
+	out := make(map[string]time.Duration, len(values))
 	for _, v := range values {
 		i := strings.LastIndexByte(v, '=')
 		if i <= 0 {
@@ -172,13 +149,21 @@ func sourceLateness(sources, values []string) (map[string]int64, error) {
 		if err != nil || d < 0 {
 			return nil, fmt.Errorf("--source-lateness %q: %q is not a duration >= 0", v, ds)
 		}
-		if !slices.Contains(sources, name) {
-			return nil, fmt.Errorf("--source-lateness %q: %q is not one of the --source values %q", v, name, sources)
-		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("--source-lateness: source %q given twice", name)
 		}
-		out[name] = d.Microseconds()
+		out[name] = d
 	}
 	return out, nil
+}
+
+// atLeastOne is the Action of an int flag that must be at least 1 where the
+// Config's zero value means a default: a given 0 is refused here.
+func atLeastOne(name string) func(*cli.Context, int) error {
+	return func(_ *cli.Context, v int) error {
+		if v < 1 {
+			return fmt.Errorf("--%s must be at least 1, got %d", name, v)
+		}
+		return nil
+	}
 }

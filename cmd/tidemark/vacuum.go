@@ -18,9 +18,6 @@ func vacuumCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would be deleted, delete nothing", EnvVars: env("dry-run")},
 		),
 		Action: func(c *cli.Context) error {
-			if c.Duration("retain") < 0 {
-				return fmt.Errorf("--retain must not be negative")
-			}
 			lk, err := openLake(c, false)
 			if err != nil {
 				return err

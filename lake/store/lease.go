@@ -18,6 +18,11 @@ import (
 // local lock (errors.Is).
 var ErrLocked = errors.New("store: locked")
 
+// ErrLeaseLost matches the error of a Lease whose holder learnt that it no
+// longer holds it: the lease object was taken over or deleted, or could not
+// be renewed before it expired. The holder must stop writing.
+var ErrLeaseLost = errors.New("store: lease lost")
+
 // Locker is an optional power of a Store: a lock on a local file that the
 // kernel drops when the holding process dies, kill -9 included (flock(2) on
 // the directory store). Lock writes note into the locked file, for whoever
@@ -117,15 +122,31 @@ func (e *HeldError) Is(target error) bool { return target == ErrLocked }
 // create, so two processes that both found the lease stale cannot both end
 // up holding it; the winner removes the marker once its own lease is in
 // place.
+//
+// The heartbeat re-reads the lease before renewing it and stops at the
+// first sign it is no longer ours (Lost, Err); Release deletes it only if it
+// is still ours. Where the store is a Swapper (S3: If-Match) both are one
+// conditional request. On the directory store the flock held for the whole
+// lease excludes every other holder of this host, so read, check and write
+// cannot interleave with a taker's. Elsewhere (a directory store without
+// flock, on Windows) a takeover between the read and the write is not
+// excluded: the window is one round trip, and only a holder that already
+// outlived its TTL can hit it.
 type Lease struct {
-	st     Store
-	cfg    LeaseConfig
-	host   string
-	body   LeaseHolder
-	unlock func() error // local lock, nil if none
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	st      Store
+	cfg     LeaseConfig
+	host    string
+	body    LeaseHolder
+	tag     string       // the lease object's version, where the store is a Swapper
+	expires time.Time    // the lease object's last written expiry
+	unlock  func() error // local lock, nil if none
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+
+	lostOnce sync.Once
+	lost     chan struct{} // closed when the lease is lost
+	lostErr  error         // why; set before lost is closed
 }
 
 // AcquireLease takes the lease or fails with a *HeldError naming the holder.
@@ -148,7 +169,7 @@ func AcquireLease(ctx context.Context, st Store, cfg LeaseConfig) (*Lease, error
 		cfg.ID = hex.EncodeToString(b[:])
 	}
 	host, _ := os.Hostname()
-	l := &Lease{st: st, cfg: cfg, host: host, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Lease{st: st, cfg: cfg, host: host, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{})}
 	if lk, ok := st.(Locker); ok {
 		body, data := l.newBody()
 		unlock, err := lk.Lock(cfg.LocalKey, data)
@@ -159,7 +180,7 @@ func AcquireLease(ctx context.Context, st Store, cfg LeaseConfig) (*Lease, error
 			if cfg.Local {
 				key = cfg.LocalKey
 			}
-			held, _, rerr := l.read(ctx, key)
+			held, _, _, rerr := l.read(ctx, key)
 			if rerr != nil {
 				held = LeaseHolder{}
 			}
@@ -182,6 +203,14 @@ func AcquireLease(ctx context.Context, st Store, cfg LeaseConfig) (*Lease, error
 			err = errors.Join(err, l.unlock())
 		}
 		return nil, err
+	}
+	l.expires = l.body.Expires
+	if _, ok := st.(Swapper); ok {
+		// The version to renew from. Only we write our id, so a lease with
+		// it is the one we just put.
+		if _, id, tag, err := l.read(ctx, cfg.Key); err == nil && id == cfg.ID {
+			l.tag = tag
+		}
 	}
 	l.sweepMarkers(ctx)
 	go l.heartbeat()
@@ -218,12 +247,20 @@ func (l *Lease) held(h LeaseHolder) *HeldError {
 	return e
 }
 
-// read returns the lease object's holder and an id for it (its own, or one
-// derived from the bytes of a damaged or id-less lease).
-func (l *Lease) read(ctx context.Context, key string) (LeaseHolder, string, error) {
-	raw, err := ReadAll(ctx, l.st, key)
+// read returns the lease object's holder, an id for it (its own, or one
+// derived from the bytes of a damaged or id-less lease) and, where the
+// store is a Swapper, the version read.
+func (l *Lease) read(ctx context.Context, key string) (LeaseHolder, string, string, error) {
+	var raw []byte
+	var tag string
+	var err error
+	if sw, ok := l.st.(Swapper); ok {
+		raw, tag, err = sw.ReadVersion(ctx, key)
+	} else {
+		raw, err = ReadAll(ctx, l.st, key)
+	}
 	if err != nil {
-		return LeaseHolder{}, "", err
+		return LeaseHolder{}, "", "", err
 	}
 	var h LeaseHolder
 	if err := json.Unmarshal(raw, &h); err != nil {
@@ -237,7 +274,16 @@ func (l *Lease) read(ctx context.Context, key string) (LeaseHolder, string, erro
 		sum := sha256.Sum256(raw)
 		id = "h" + hex.EncodeToString(sum[:8])
 	}
-	return h, id, nil
+	return h, id, tag, nil
+}
+
+// deleteIf deletes the lease object at key if it is still version tag
+// (where the store is a Swapper; otherwise unconditionally, see Lease).
+func (l *Lease) deleteIf(ctx context.Context, key, tag string) error {
+	if sw, ok := l.st.(Swapper); ok && tag != "" {
+		return sw.DeleteIfMatch(ctx, key, tag)
+	}
+	return l.st.Delete(ctx, key)
 }
 
 // stale reports whether a lease may be taken over: expired, or its holder
@@ -266,7 +312,7 @@ func (l *Lease) take(ctx context.Context) error {
 		if !errors.Is(err, ErrExists) {
 			return fmt.Errorf("take lease %s: %w", l.cfg.Key, err)
 		}
-		held, id, err := l.read(ctx, l.cfg.Key)
+		held, id, _, err := l.read(ctx, l.cfg.Key)
 		if errors.Is(err, ErrNotExist) {
 			continue // released meanwhile
 		}
@@ -295,7 +341,7 @@ func (l *Lease) steal(ctx context.Context, held LeaseHolder, id string, body Lea
 		// Another taker is at it, or died at it: a marker as stale as a
 		// lease (older than the TTL, or left by a process of this host that
 		// is gone) is removed, and the lease raced for again.
-		m, _, merr := l.read(ctx, marker)
+		m, _, _, merr := l.read(ctx, marker)
 		if merr == nil && !l.stale(m, l.cfg.Clock()) {
 			return false, l.held(held)
 		}
@@ -312,7 +358,7 @@ func (l *Lease) steal(ctx context.Context, held LeaseHolder, id string, body Lea
 			err = errors.Join(err, fmt.Errorf("remove steal marker %s: %w", marker, derr))
 		}
 	}()
-	_, cur, err := l.read(ctx, l.cfg.Key)
+	_, cur, tag, err := l.read(ctx, l.cfg.Key)
 	switch {
 	case errors.Is(err, ErrNotExist):
 	case err != nil:
@@ -320,7 +366,13 @@ func (l *Lease) steal(ctx context.Context, held LeaseHolder, id string, body Lea
 	case cur != id:
 		return false, nil // taken over by someone else meanwhile: look again
 	default:
-		if err := l.st.Delete(ctx, l.cfg.Key); err != nil {
+		// Only the stale version: if its holder released it and a plain
+		// taker got it meanwhile, theirs stays.
+		err := l.deleteIf(ctx, l.cfg.Key, tag)
+		if errors.Is(err, ErrChanged) {
+			return false, nil
+		}
+		if err != nil {
 			return false, fmt.Errorf("delete stale lease %s: %w", l.cfg.Key, err)
 		}
 	}
@@ -334,7 +386,8 @@ func (l *Lease) steal(ctx context.Context, held LeaseHolder, id string, body Lea
 	return true, nil
 }
 
-// heartbeat renews the lease until Release.
+// heartbeat renews the lease until Release, or until it finds the lease
+// lost.
 func (l *Lease) heartbeat() {
 	defer close(l.done)
 	t := time.NewTicker(l.cfg.Renew)
@@ -344,15 +397,89 @@ func (l *Lease) heartbeat() {
 		case <-l.stop:
 			return
 		case <-t.C:
-			b := l.body
-			b.Expires = l.cfg.Clock().Add(l.cfg.TTL).UTC()
-			data, _ := json.Marshal(b)
 			ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Renew+time.Second)
+			lost, err := l.renew(ctx)
+			cancel()
+			// Stop at the last tick before the expiry: a taker may hold
+			// the lease from then on.
+			if lost == nil && err != nil && !l.cfg.Clock().Add(l.cfg.Renew).Before(l.expires) {
+				lost = fmt.Errorf("%w: lease %s could not be renewed before it expires at %s: %w",
+					ErrLeaseLost, l.cfg.Key, l.expires.UTC().Format(time.RFC3339), err)
+			}
+			if lost != nil {
+				l.lose(lost)
+				return
+			}
 			// A failed renewal is retried at the next tick; the lease
 			// still holds until its last expiry.
-			_ = l.st.Put(ctx, l.cfg.Key, strings.NewReader(string(data)), int64(len(data)))
-			cancel()
 		}
+	}
+}
+
+// renew extends the lease if it is still ours. lost is set when it is not;
+// err is a failure to try again.
+func (l *Lease) renew(ctx context.Context) (lost, err error) {
+	b := l.body
+	b.Expires = l.cfg.Clock().Add(l.cfg.TTL).UTC()
+	data, _ := json.Marshal(b)
+	sw, isSwapper := l.st.(Swapper)
+	if isSwapper && l.tag != "" {
+		tag, err := sw.PutIfMatch(ctx, l.cfg.Key, data, l.tag)
+		if err == nil {
+			l.tag, l.expires = tag, b.Expires
+			return nil, nil
+		}
+		if !errors.Is(err, ErrChanged) && !errors.Is(err, ErrNotExist) {
+			return nil, err
+		}
+		// Changed: by a taker, or by our own renewal whose answer was
+		// lost. The read below tells.
+	}
+	held, id, tag, err := l.read(ctx, l.cfg.Key)
+	switch {
+	case errors.Is(err, ErrNotExist):
+		return fmt.Errorf("%w: lease %s was deleted (taken over as stale?)", ErrLeaseLost, l.cfg.Key), nil
+	case err != nil:
+		return nil, err
+	case id != l.cfg.ID:
+		return fmt.Errorf("%w: %w", ErrLeaseLost, l.held(held)), nil
+	}
+	if isSwapper {
+		if tag, err = sw.PutIfMatch(ctx, l.cfg.Key, data, tag); err != nil {
+			l.tag = "" // re-read at the next tick
+			return nil, err
+		}
+		l.tag, l.expires = tag, b.Expires
+		return nil, nil
+	}
+	if err := l.st.Put(ctx, l.cfg.Key, strings.NewReader(string(data)), int64(len(data))); err != nil {
+		return nil, err
+	}
+	l.expires = b.Expires
+	return nil, nil
+}
+
+// lose records why the lease is lost and tells Lost's waiters.
+func (l *Lease) lose(err error) {
+	l.lostOnce.Do(func() {
+		l.lostErr = err
+		close(l.lost)
+	})
+}
+
+// Lost is closed when the heartbeat finds the lease no longer ours: taken
+// over (this holder outlived its TTL: a paused VM, a long stall) or not
+// renewed before it expired. A local-only lease is never lost.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err returns why the lease was lost (matching ErrLeaseLost), or nil while
+// it is held.
+func (l *Lease) Err() error {
+	select {
+	case <-l.lost:
+		return l.lostErr
+	default:
+		return nil
 	}
 }
 
@@ -360,7 +487,8 @@ func (l *Lease) heartbeat() {
 func (l *Lease) Holder() LeaseHolder { return l.body }
 
 // Release stops the heartbeat and deletes the lease if it is still this
-// holder's. Calls after the first do nothing.
+// holder's; a lease already lost is left alone and its loss returned. Calls
+// after the first do nothing.
 func (l *Lease) Release(ctx context.Context) error {
 	var err error
 	l.once.Do(func() { err = l.release(ctx) })
@@ -376,17 +504,29 @@ func (l *Lease) release(ctx context.Context) (err error) {
 	if l.cfg.Local && l.unlock != nil {
 		return nil
 	}
-	_, id, err := l.read(ctx, l.cfg.Key)
+	if err := l.Err(); err != nil {
+		return fmt.Errorf("release lease %s: %w", l.cfg.Key, err)
+	}
+	_, id, tag, err := l.read(ctx, l.cfg.Key)
 	if errors.Is(err, ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("release lease %s: %w", l.cfg.Key, err)
 	}
-	if id != l.cfg.ID {
+	outlived := func() error {
 		return fmt.Errorf("release lease %s: held by %s now, not %s (this holder outlived its lease)", l.cfg.Key, id, l.cfg.ID)
 	}
-	if err := l.st.Delete(ctx, l.cfg.Key); err != nil {
+	if id != l.cfg.ID {
+		return outlived()
+	}
+	// Only our version: a taker that got the lease since the read keeps it.
+	err = l.deleteIf(ctx, l.cfg.Key, tag)
+	if errors.Is(err, ErrChanged) {
+		_, id, _, _ = l.read(ctx, l.cfg.Key)
+		return outlived()
+	}
+	if err != nil {
 		return fmt.Errorf("release lease %s: %w", l.cfg.Key, err)
 	}
 	return nil

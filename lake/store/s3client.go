@@ -35,7 +35,7 @@ func (c S3Config) client(retries int) (*minio.Client, error) {
 	cl, err := minio.New(host, &minio.Options{
 		Creds:        c.creds(),
 		Secure:       secure,
-		Transport:    tr,
+		Transport:    ifMatchTransport{tr},
 		Region:       c.region(),
 		BucketLookup: lookup,
 		MaxRetries:   retries,
