@@ -56,7 +56,7 @@ type SessionEngine struct {
 // sessionKey is the state of one key.
 type sessionKey struct {
 	key  tidemark.Key
-	open []session // disjoint, ascending
+	open []tidemark.Session // disjoint, ascending
 	// closedEnd is the end of the key's latest closed session while a row
 	// could still touch it (window rule only).
 	closedEnd int64
@@ -64,20 +64,15 @@ type sessionKey struct {
 	pos       int // index in SessionEngine.due
 }
 
-type session struct {
-	win tidemark.Window
-	agg tidemark.Agg
-}
-
 // dueAt is the watermark at which the key next needs attention: its first
 // open session closes, or its closed horizon can be forgotten.
 func (k *sessionKey) dueAt(gap int64) int64 {
 	d := tidemark.MaxTime
 	if len(k.open) > 0 {
-		d = k.open[0].win.End
+		d = k.open[0].Window.End
 	}
 	if k.hasClosed {
-		d = min(d, addSat(k.closedEnd, gap))
+		d = min(d, tidemark.AddSat(k.closedEnd, gap))
 	}
 	return d
 }
@@ -210,7 +205,7 @@ func (e *SessionEngine) Late(t int64, key tidemark.Key) bool {
 	if e.cfg.LateRule == LateEvent {
 		return t < e.w
 	}
-	if addSat(t, e.gap) <= e.w {
+	if tidemark.AddSat(t, e.gap) <= e.w {
 		return true
 	}
 	k := e.keys[key]
@@ -229,34 +224,17 @@ func (e *SessionEngine) add(r *tidemark.Record) bool {
 		e.keys[r.Key] = k
 		e.keyBytes += int64(len(r.Key))
 	}
-	var agg tidemark.Agg
-	agg.Add(r.Value, r.HasValue)
-	e.merge(k, session{win: tidemark.Window{Start: r.EventTime, End: addSat(r.EventTime, e.gap)}, agg: agg})
+	e.merge(k, tidemark.EventSession(r.EventTime, e.gap, r.Value, r.HasValue))
 	return true
 }
 
 // merge folds s into k's open sessions: every open session overlapping s
 // joins it, and the union replaces them.
-func (e *SessionEngine) merge(k *sessionKey, s session) {
-	// i: the first session ending after s starts; j: past the last one
-	// starting before s ends. Sessions i..j-1 overlap s.
-	i, _ := slices.BinarySearchFunc(k.open, s.win.Start, func(o session, t int64) int {
-		if o.win.End <= t {
-			return -1
-		}
-		return 1
-	})
-	j := i
-	for j < len(k.open) && k.open[j].win.Start < s.win.End {
-		o := &k.open[j]
-		s.win.Start = min(s.win.Start, o.win.Start)
-		s.win.End = max(s.win.End, o.win.End)
-		o.agg.Merge(s.agg)
-		s.agg = o.agg
-		j++
-	}
-	e.open += 1 - (j - i)
-	k.open = slices.Replace(k.open, i, j, s)
+func (e *SessionEngine) merge(k *sessionKey, s tidemark.Session) {
+	n := len(k.open)
+	var i int
+	k.open, i = tidemark.InsertSession(k.open, s)
+	e.open += len(k.open) - n
 	if i == 0 {
 		e.due.update(k)
 	}
@@ -268,18 +246,18 @@ func (e *SessionEngine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Res
 	for len(e.due.keys) > 0 && e.due.keys[0].dueAt(e.gap) <= w {
 		k := e.due.keys[0]
 		n := 0
-		for ; n < len(k.open) && k.open[n].win.End <= w; n++ {
+		for ; n < len(k.open) && k.open[n].Window.End <= w; n++ {
 			s := &k.open[n]
-			out = append(out, tidemark.Result{Window: s.win, Key: k.key, Agg: s.agg, Final: true})
+			out = append(out, tidemark.Result{Window: s.Window, Key: k.key, Agg: s.Agg, Final: true})
 			if e.cfg.LateRule == LateWindow {
-				k.closedEnd, k.hasClosed = s.win.End, true
+				k.closedEnd, k.hasClosed = s.Window.End, true
 			}
 		}
 		if n > 0 {
 			k.open = slices.Delete(k.open, 0, n)
 			e.open -= n
 		}
-		if k.hasClosed && addSat(k.closedEnd, e.gap) <= w {
+		if k.hasClosed && tidemark.AddSat(k.closedEnd, e.gap) <= w {
 			k.hasClosed = false
 		}
 		if len(k.open) == 0 && !k.hasClosed {
@@ -293,14 +271,14 @@ func (e *SessionEngine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Res
 	return out
 }
 
-// Approximate memory per open session (window 16 B and aggregate 48 B in
-// the key's slice, with size-class slack) and per key with state (its
+// Approximate memory per open session (window 16 B, aggregate 48 B and
+// late count 8 B in the key's slice, with size-class slack) and per key with state (its
 // struct, map entry and heap slot), plus the key bytes.
-// BenchmarkSessionStateBytes measures the real figure: 188 B per open
+// BenchmarkSessionStateBytes measures the real figure: 204 B per open
 // session with one session per 12-byte key.
 const (
-	bytesPerSession    = 72
-	bytesPerSessionKey = 104
+	bytesPerSession    = 80
+	bytesPerSessionKey = 112
 )
 
 func (e *SessionEngine) stateBytes() int64 {
@@ -373,13 +351,4 @@ func advanceWatermark(sources map[string]*source, cfg Config, nowNs, w int64, ha
 		return next, true
 	}
 	return w, false
-}
-
-// addSat returns a+b for b >= 0, saturating at MaxTime (a session's end
-// near the end of time, a horizon plus the gap).
-func addSat(a, b int64) int64 {
-	if a > tidemark.MaxTime-b {
-		return tidemark.MaxTime
-	}
-	return a + b
 }

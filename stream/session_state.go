@@ -41,7 +41,7 @@ func (e *SessionEngine) State() *SessionState {
 	}
 	for _, k := range e.keys {
 		for _, s := range k.open {
-			st.Open = append(st.Open, tidemark.Result{Window: s.win, Key: k.key, Agg: s.agg})
+			st.Open = append(st.Open, tidemark.Result{Window: s.Window, Key: k.key, Agg: s.Agg})
 		}
 		if k.hasClosed {
 			st.Closed = append(st.Closed, ClosedSession{Key: k.key, End: k.closedEnd})
@@ -95,7 +95,7 @@ func (e *SessionEngine) load(st *SessionState) error {
 		if e.cfg.LateRule != LateWindow {
 			return fmt.Errorf("closed session of key %s is kept only under the window rule", c.Key)
 		}
-		if !e.hasW || c.End > e.w || addSat(c.End, e.gap) <= e.w {
+		if !e.hasW || c.End > e.w || tidemark.AddSat(c.End, e.gap) <= e.w {
 			return fmt.Errorf("closed session of key %s ending at %d is out of the watermark's horizon %d", c.Key, c.End, e.w)
 		}
 		k := key(c.Key)
@@ -125,10 +125,10 @@ func (e *SessionEngine) load(st *SessionState) error {
 		if k.hasClosed && r.Window.Start < k.closedEnd {
 			return fmt.Errorf("open session %v of key %s overlaps its closed session ending at %d", r.Window, r.Key, k.closedEnd)
 		}
-		if n := len(k.open); n > 0 && r.Window.Start < k.open[n-1].win.End {
-			return fmt.Errorf("open sessions %v and %v of key %s overlap", k.open[n-1].win, r.Window, r.Key)
+		if n := len(k.open); n > 0 && r.Window.Start < k.open[n-1].Window.End {
+			return fmt.Errorf("open sessions %v and %v of key %s overlap", k.open[n-1].Window, r.Window, r.Key)
 		}
-		k.open = append(k.open, session{win: r.Window, agg: r.Agg})
+		k.open = append(k.open, tidemark.Session{Window: r.Window, Agg: r.Agg})
 		e.open++
 	}
 	for _, k := range e.keys {
