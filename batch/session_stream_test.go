@@ -25,44 +25,67 @@ import (
 //     plus its late rows (what reconcile replaces and merges);
 //   - the stream never emits two overlapping sessions of a key.
 func TestStreamSessionsAgreeWithBatch(t *testing.T) {
-	ctx := context.Background()
 	runs := 12
 	if testing.Short() {
 		runs = 4
 	}
 	for seed := range runs {
-		rng := rand.New(rand.NewPCG(uint64(seed), 17))
-		gap := time.Duration(1+rng.Int64N(20)) * time.Minute
-		cfg := stream.Config{Lateness: rng.Int64N(30) * minute, LateRule: stream.LateRule(rng.IntN(2))}
-		e, err := stream.NewSessionEngine(gap, cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lk := openLake(t, tidemark.WindowSpec{Size: 10 * minute})
-		recs := records(rng, 100+rng.IntN(400), 6*60*minute)
-		// Arrival roughly in event-time order, with disorder.
-		slices.SortFunc(recs, func(a, b tidemark.Record) int {
-			return int((a.EventTime + a.Offset%7*3*minute) - (b.EventTime + b.Offset%7*3*minute))
-		})
-		var emitted []tidemark.Result
-		for i, id := 0, int64(0); i < len(recs); id++ {
-			n := min(len(recs)-i, 1+rng.IntN(40))
-			part := recs[i : i+n]
-			emitted = append(emitted, e.Process(part, time.Unix(id, 0)).Emitted...)
-			if err := lk.AppendBatch(ctx, lake.Batch{AppID: "s", BatchID: id, Records: part}); err != nil {
-				t.Fatal(err)
-			}
-			i += n
-		}
-		emitted = append(emitted, e.Drain().Emitted...)
-		got, _, err := batch.Sessionize(ctx, lk, batch.SessionQuery{Gap: gap, From: t0 - 24*60*minute, To: t0 + 48*60*minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := checkAgreement(emitted, got); err != nil {
-			t.Fatalf("seed %d gap %v cfg %+v: %v", seed, gap, cfg, err)
+		run := streamSessions(t, uint64(seed), true)
+		if err := checkAgreement(run.emitted, run.exact); err != nil {
+			t.Fatalf("seed %d gap %v cfg %+v: %v", seed, run.gap, run.cfg, err)
 		}
 	}
+}
+
+// sessionRun is one random stream run over a lake and its exact sessions.
+type sessionRun struct {
+	gap     time.Duration
+	cfg     stream.Config
+	emitted []tidemark.Result // every session the stream emitted
+	w       int64             // the stream's W at the end
+	exact   []batch.Row       // Sessionize over every row
+}
+
+// streamSessions runs random rows (arrival roughly in event-time order,
+// random batch sizes, gap, budget and late rule) through the session
+// engine, stores every row with the status the stream gave it, drains
+// when drain is set, and sessionizes the whole lake.
+func streamSessions(t *testing.T, seed uint64, drain bool) sessionRun {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 17))
+	run := sessionRun{
+		gap: time.Duration(1+rng.Int64N(20)) * time.Minute,
+		cfg: stream.Config{Lateness: rng.Int64N(30) * minute, LateRule: stream.LateRule(rng.IntN(2))},
+	}
+	e, err := stream.NewSessionEngine(run.gap, run.cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := openLake(t, tidemark.WindowSpec{Size: 10 * minute})
+	recs := records(rng, 100+rng.IntN(400), 6*60*minute)
+	slices.SortFunc(recs, func(a, b tidemark.Record) int {
+		return int((a.EventTime + a.Offset%7*3*minute) - (b.EventTime + b.Offset%7*3*minute))
+	})
+	for i, id := 0, int64(0); i < len(recs); id++ {
+		n := min(len(recs)-i, 1+rng.IntN(40))
+		part := recs[i : i+n]
+		res := e.Process(part, time.Unix(id, 0))
+		run.emitted, run.w = append(run.emitted, res.Emitted...), res.Watermark
+		if err := lk.AppendBatch(ctx, lake.Batch{AppID: "s", BatchID: id, Records: part}); err != nil {
+			t.Fatal(err)
+		}
+		i += n
+	}
+	if drain {
+		res := e.Drain()
+		run.emitted, run.w = append(run.emitted, res.Emitted...), res.Watermark
+	}
+	run.exact, _, err = batch.Sessionize(ctx, lk, batch.SessionQuery{Gap: run.gap, From: t0 - 24*60*minute, To: t0 + 48*60*minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
 }
 
 func checkAgreement(streamed []tidemark.Result, exact []batch.Row) error {
