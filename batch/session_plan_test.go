@@ -49,7 +49,7 @@ func TestPlanSessions(t *testing.T) {
 	u1, u2, u3 := tidemark.MakeKey(tidemark.KeyPart{Value: "u1"}), tidemark.MakeKey(tidemark.KeyPart{Value: "u2"}), tidemark.MakeKey(tidemark.KeyPart{Value: "u3"})
 	stored := []lake.WindowRow{
 		storedRow(u1, 0, 8, 2, 1), storedRow(u1, 11, 16, 1, 1), // merged by 10:07
-		storedRow(u2, 0, 5, 1, 3), // extended by 10:02 to [10:00, 10:07)
+		storedRow(u2, 0, 5, 1, 3),   // extended by 10:02 to [10:00, 10:07)
 		storedRow(u2, 30, 35, 1, 1), // unchanged
 		storedRow(u3, 0, 5, 1, 1),   // orphan: its rows are gone
 	}
