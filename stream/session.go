@@ -51,6 +51,8 @@ type SessionEngine struct {
 
 	open     int   // open sessions
 	keyBytes int64 // bytes of the keys in keys
+
+	changed []*sessionKey // keys the current batch added rows to (Changes)
 }
 
 // sessionKey is the state of one key.
@@ -61,7 +63,8 @@ type sessionKey struct {
 	// could still touch it (window rule only).
 	closedEnd int64
 	hasClosed bool
-	pos       int // index in SessionEngine.due
+	pos       int  // index in SessionEngine.due; -1 when not in it
+	changed   bool // listed in SessionEngine.changed
 }
 
 // dueAt is the watermark at which the key next needs attention: its first
@@ -127,6 +130,7 @@ func (e *SessionEngine) Gap() time.Duration { return time.Duration(e.gap) * time
 // key's sessions (merging the sessions they bridge), then W is updated and
 // every session with end <= W is emitted, final.
 func (e *SessionEngine) Process(recs []tidemark.Record, now time.Time) BatchResult {
+	e.resetChanged()
 	nowNs := now.UnixNano()
 	var res BatchResult
 	var stats eventStats
@@ -173,6 +177,7 @@ func (e *SessionEngine) Process(recs []tidemark.Record, now time.Time) BatchResu
 
 // Drain moves W to +infinity and emits every open session, final.
 func (e *SessionEngine) Drain() BatchResult {
+	e.resetChanged()
 	e.w, e.hasW = tidemark.MaxTime, true
 	var res BatchResult
 	res.Emitted = e.closeUpTo(e.w, nil)
@@ -225,7 +230,19 @@ func (e *SessionEngine) add(r *tidemark.Record) bool {
 		e.keyBytes += int64(len(r.Key))
 	}
 	e.merge(k, tidemark.EventSession(r.EventTime, e.gap, r.Value, r.HasValue))
+	if !k.changed {
+		k.changed = true
+		e.changed = append(e.changed, k)
+	}
 	return true
+}
+
+// resetChanged starts a batch for change tracking.
+func (e *SessionEngine) resetChanged() {
+	for _, k := range e.changed {
+		k.changed = false
+	}
+	e.changed = e.changed[:0]
 }
 
 // merge folds s into k's open sessions: every open session overlapping s
@@ -261,7 +278,7 @@ func (e *SessionEngine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Res
 			k.hasClosed = false
 		}
 		if len(k.open) == 0 && !k.hasClosed {
-			heap.Remove(&e.due, k.pos)
+			e.due.remove(k)
 			delete(e.keys, k.key)
 			e.keyBytes -= int64(len(k.key))
 			continue
@@ -313,6 +330,9 @@ func (h *sessionHeap) Pop() any {
 	k.pos = -1
 	return k
 }
+
+// remove takes k out of the heap.
+func (h *sessionHeap) remove(k *sessionKey) { heap.Remove(h, k.pos) }
 
 // update places k by its current dueAt, adding it if absent.
 func (h *sessionHeap) update(k *sessionKey) {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math/rand/v2"
@@ -197,6 +198,11 @@ func checkSessionRun(gap int64, cfg Config, batches []batchIn, restartAt int, dr
 		return err
 	}
 	ref := newSessionRef(cfg, gap)
+	// replica follows e through its changelog alone.
+	replica, err := NewSessionEngine(d, cfg, nil)
+	if err != nil {
+		return err
+	}
 	var all []tidemark.Result
 	for i, b := range batches {
 		if i == restartAt {
@@ -234,6 +240,9 @@ func checkSessionRun(gap int64, cfg Config, batches []batchIn, restartAt int, dr
 			}
 		}
 		all = append(all, got.Emitted...)
+		if err := followChanges(e, replica); err != nil {
+			return fmt.Errorf("batch %d: %v", i, err)
+		}
 	}
 	wantOpen := ref.openSessions()
 	if drain {
@@ -249,6 +258,9 @@ func checkSessionRun(gap int64, cfg Config, batches []batchIn, restartAt int, dr
 		}
 		all = append(all, got.Emitted...)
 		wantOpen = nil
+		if err := followChanges(e, replica); err != nil {
+			return fmt.Errorf("drain: %v", err)
+		}
 	}
 	st := e.State()
 	if len(st.Open) != len(wantOpen) || (len(wantOpen) > 0 && !slices.Equal(st.Open, wantOpen)) {
@@ -273,6 +285,31 @@ func checkNoOverlap(rs []tidemark.Result) error {
 				return fmt.Errorf("key %q: sessions %v and %v overlap", key, ws[i-1], ws[i])
 			}
 		}
+	}
+	return nil
+}
+
+// followChanges applies e's last changelog entry, through its encoding, to
+// replica and checks both now hold the same state.
+func followChanges(e, replica *SessionEngine) error {
+	data, err := e.Changes().MarshalBinary()
+	if err != nil {
+		return err
+	}
+	var ch SessionChanges
+	if err := ch.UnmarshalBinary(data); err != nil {
+		return err
+	}
+	if err := replica.Apply(&ch); err != nil {
+		return err
+	}
+	want, _ := e.State().MarshalBinary()
+	got, _ := replica.State().MarshalBinary()
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("state from the changelog %+v differs from the engine's %+v", replica.State(), e.State())
+	}
+	if replica.open != e.open || len(replica.keys) != len(e.keys) || len(replica.due.keys) != len(e.due.keys) {
+		return fmt.Errorf("replica holds %d/%d/%d sessions/keys/due, engine %d/%d/%d", replica.open, len(replica.keys), len(replica.due.keys), e.open, len(e.keys), len(e.due.keys))
 	}
 	return nil
 }
