@@ -204,6 +204,11 @@ func (e *SessionEngine) source(name string) *source {
 // Late reports whether a valid row at event time t for key would be late
 // now, by the engine's rule (see SessionEngine). It changes nothing.
 func (e *SessionEngine) Late(t int64, key tidemark.Key) bool {
+	return e.late(t, e.keys[key])
+}
+
+// late is Late for the state k of the row's key (nil: none).
+func (e *SessionEngine) late(t int64, k *sessionKey) bool {
 	if !e.hasW {
 		return false
 	}
@@ -213,17 +218,16 @@ func (e *SessionEngine) Late(t int64, key tidemark.Key) bool {
 	if tidemark.AddSat(t, e.gap) <= e.w {
 		return true
 	}
-	k := e.keys[key]
 	return k != nil && k.hasClosed && t < k.closedEnd
 }
 
 // add folds a valid record into its key's sessions; false means it is late
 // and was left out.
 func (e *SessionEngine) add(r *tidemark.Record) bool {
-	if e.Late(r.EventTime, r.Key) {
+	k := e.keys[r.Key]
+	if e.late(r.EventTime, k) {
 		return false
 	}
-	k := e.keys[r.Key]
 	if k == nil {
 		k = &sessionKey{key: r.Key, pos: -1}
 		e.keys[r.Key] = k
@@ -260,8 +264,12 @@ func (e *SessionEngine) merge(k *sessionKey, s tidemark.Session) {
 // closeUpTo emits, final, every open session with end <= w and forgets the
 // closed horizons w has passed.
 func (e *SessionEngine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
-	for len(e.due.keys) > 0 && e.due.keys[0].dueAt(e.gap) <= w {
-		k := e.due.keys[0]
+	for len(e.due.entries) > 0 && e.due.entries[0].due <= w {
+		k := e.due.entries[0].k
+		if k.dueAt(e.gap) > w {
+			e.due.reset(k) // popped early: the key grew since its entry was set
+			continue
+		}
 		n := 0
 		for ; n < len(k.open) && k.open[n].Window.End <= w; n++ {
 			s := &k.open[n]
@@ -283,7 +291,7 @@ func (e *SessionEngine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Res
 			e.keyBytes -= int64(len(k.key))
 			continue
 		}
-		heap.Fix(&e.due, k.pos)
+		e.due.reset(k)
 	}
 	return out
 }
@@ -302,44 +310,60 @@ func (e *SessionEngine) stateBytes() int64 {
 	return int64(e.open)*bytesPerSession + int64(len(e.keys))*bytesPerSessionKey + e.keyBytes
 }
 
-// sessionHeap orders keys by dueAt, so closing touches only the keys whose
-// first session closes.
+// sessionHeap orders keys by when they are due, so closing touches only
+// the keys whose first session closes. An entry's due may be below the
+// key's dueAt (it is lowered at once, never raised): a row extending a
+// key's first session, the common case, then costs no heap work, and a
+// key popped early is put back at its real due.
 type sessionHeap struct {
-	gap  int64
-	keys []*sessionKey
+	gap     int64
+	entries []dueEntry
 }
 
-func (h *sessionHeap) Len() int { return len(h.keys) }
-func (h *sessionHeap) Less(i, j int) bool {
-	return h.keys[i].dueAt(h.gap) < h.keys[j].dueAt(h.gap)
+type dueEntry struct {
+	due int64 // <= k.dueAt(gap)
+	k   *sessionKey
 }
+
+func (h *sessionHeap) Len() int           { return len(h.entries) }
+func (h *sessionHeap) Less(i, j int) bool { return h.entries[i].due < h.entries[j].due }
 func (h *sessionHeap) Swap(i, j int) {
-	h.keys[i], h.keys[j] = h.keys[j], h.keys[i]
-	h.keys[i].pos, h.keys[j].pos = i, j
+	h.entries[i], h.entries[j] = h.entries[j], h.entries[i]
+	h.entries[i].k.pos, h.entries[j].k.pos = i, j
 }
 func (h *sessionHeap) Push(x any) {
-	k := x.(*sessionKey)
-	k.pos = len(h.keys)
-	h.keys = append(h.keys, k)
+	en := x.(dueEntry)
+	en.k.pos = len(h.entries)
+	h.entries = append(h.entries, en)
 }
 func (h *sessionHeap) Pop() any {
-	n := len(h.keys) - 1
-	k := h.keys[n]
-	h.keys[n] = nil
-	h.keys = h.keys[:n]
-	k.pos = -1
-	return k
+	n := len(h.entries) - 1
+	en := h.entries[n]
+	h.entries[n] = dueEntry{}
+	h.entries = h.entries[:n]
+	en.k.pos = -1
+	return en
 }
 
 // remove takes k out of the heap.
 func (h *sessionHeap) remove(k *sessionKey) { heap.Remove(h, k.pos) }
 
-// update places k by its current dueAt, adding it if absent.
+// update makes k due no later than its dueAt, adding it if absent.
 func (h *sessionHeap) update(k *sessionKey) {
+	d := k.dueAt(h.gap)
 	if k.pos < 0 {
-		heap.Push(h, k)
+		heap.Push(h, dueEntry{due: d, k: k})
 		return
 	}
+	if d < h.entries[k.pos].due {
+		h.entries[k.pos].due = d
+		heap.Fix(h, k.pos)
+	}
+}
+
+// reset places k at exactly its dueAt.
+func (h *sessionHeap) reset(k *sessionKey) {
+	h.entries[k.pos].due = k.dueAt(h.gap)
 	heap.Fix(h, k.pos)
 }
 

@@ -308,8 +308,8 @@ func followChanges(e, replica *SessionEngine) error {
 	if !bytes.Equal(got, want) {
 		return fmt.Errorf("state from the changelog %+v differs from the engine's %+v", replica.State(), e.State())
 	}
-	if replica.open != e.open || len(replica.keys) != len(e.keys) || len(replica.due.keys) != len(e.due.keys) {
-		return fmt.Errorf("replica holds %d/%d/%d sessions/keys/due, engine %d/%d/%d", replica.open, len(replica.keys), len(replica.due.keys), e.open, len(e.keys), len(e.due.keys))
+	if replica.open != e.open || len(replica.keys) != len(e.keys) || len(replica.due.entries) != len(e.due.entries) {
+		return fmt.Errorf("replica holds %d/%d/%d sessions/keys/due, engine %d/%d/%d", replica.open, len(replica.keys), len(replica.due.entries), e.open, len(e.keys), len(e.due.entries))
 	}
 	return nil
 }

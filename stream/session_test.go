@@ -85,8 +85,8 @@ func TestSessionBridge(t *testing.T) {
 	if len(got) != 2 || got[0].Window != (tidemark.Window{Start: minutesOf(0), End: minutesOf(16)}) || got[0].Agg.Count != 4 {
 		t.Fatalf("got %v, want [10:00,10:16) with 4 rows first", got)
 	}
-	if e.open != 0 || len(e.keys) != 0 || len(e.due.keys) != 0 {
-		t.Fatalf("state left after drain: %d sessions, %d keys, %d due", e.open, len(e.keys), len(e.due.keys))
+	if e.open != 0 || len(e.keys) != 0 || len(e.due.entries) != 0 {
+		t.Fatalf("state left after drain: %d sessions, %d keys, %d due", e.open, len(e.keys), len(e.due.entries))
 	}
 }
 
