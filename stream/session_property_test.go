@@ -313,3 +313,19 @@ func followChanges(e, replica *SessionEngine) error {
 	}
 	return nil
 }
+
+// FuzzSessionEngine drives the session engine with a run drawn from the
+// fuzzer's seed and compares it with the naive reference.
+func FuzzSessionEngine(f *testing.F) {
+	for _, s := range []uint64{0, 1, 2, 99} {
+		f.Add(s, uint64(0))
+	}
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		rng := rand.New(rand.NewPCG(a, b))
+		gap, cfg, batches := genSessionRun(rng)
+		restartAt := rng.IntN(len(batches)+1) - 1
+		if err := checkSessionRun(gap, cfg, batches, restartAt, rng.IntN(2) == 0); err != nil {
+			t.Fatalf("gap %d cfg %+v: %v", gap, cfg, err)
+		}
+	})
+}
