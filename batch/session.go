@@ -206,3 +206,56 @@ func (s *sessionizer) unsettled(lo, hi int64) (left, right map[tidemark.Key]bool
 func hourFloor(t int64) int64 {
 	return tidemark.FloorDiv(t, tidemark.MicrosPerHour) * tidemark.MicrosPerHour
 }
+
+// LateSessionQuery asks for the sessions late rows changed: those holding
+// a late row in a raw_events file added after SinceVersion.
+type LateSessionQuery struct {
+	Gap          time.Duration
+	SinceVersion int64 // 0: every late row
+	Version      int64 // the raw_events version to read; <= 0 means the latest
+}
+
+// LateSessions returns the exact sessions (as Sessionize computes them)
+// that hold a late row committed after q.SinceVersion: the sessions a
+// reconcile run has to check, each whole. It reads the late rows' event
+// times and keys from the new files, then sessionizes only those keys
+// over the late rows' range (widening as Sessionize does).
+func LateSessions(ctx context.Context, lk *lake.Lake, q LateSessionQuery) ([]Row, SessionStats, error) {
+	layout, err := lk.RawLayout(ctx, q.Version)
+	if err != nil {
+		return nil, SessionStats{}, fmt.Errorf("late sessions: %w", err)
+	}
+	late := map[tidemark.Key][]int64{}
+	lo, hi := tidemark.MaxTime, tidemark.MinTime
+	rq := lake.RawQuery{From: lake.AllFrom, To: lake.AllTo, Columns: []string{lake.ColEventTime, lake.ColKey},
+		Status: "late", MinCommitVersion: q.SinceVersion, Version: layout.Version}
+	err = lk.ScanRaw(ctx, rq, func(b lake.RawBatch) error {
+		for i := range b.N {
+			t := b.EventTime[i]
+			late[b.Key[i]] = append(late[b.Key[i]], t)
+			lo, hi = min(lo, t), max(hi, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, SessionStats{}, fmt.Errorf("late sessions: %w", err)
+	}
+	if len(late) == 0 {
+		return nil, SessionStats{}, nil
+	}
+	keys := make([]tidemark.Key, 0, len(late))
+	for k, ts := range late {
+		keys = append(keys, k)
+		slices.Sort(ts)
+	}
+	rows, st, err := Sessionize(ctx, lk, SessionQuery{Gap: q.Gap, From: lo, To: hi + 1, Keys: keys, Version: layout.Version})
+	if err != nil {
+		return nil, st, err
+	}
+	// Keep the sessions holding one of the new late rows.
+	return slices.DeleteFunc(rows, func(r Row) bool {
+		ts := late[r.Key]
+		i, _ := slices.BinarySearch(ts, r.Window.Start)
+		return i == len(ts) || ts[i] >= r.Window.End
+	}), st, nil
+}

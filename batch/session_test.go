@@ -167,3 +167,43 @@ func TestSessionizeErrors(t *testing.T) {
 		t.Errorf("empty lake: got %v, %v", got, err)
 	}
 }
+
+// TestLateSessions: a late row committed after a version selects exactly
+// the session it falls in (whole, bridged), and nothing before or after.
+func TestLateSessions(t *testing.T) {
+	ctx := context.Background()
+	lk := openLake(t, tidemark.WindowSpec{Size: 10 * minute})
+	u1, u2 := tidemark.MakeKey(tidemark.KeyPart{Value: "u1"}), tidemark.MakeKey(tidemark.KeyPart{Value: "u2"})
+	rec := func(mm int64, key tidemark.Key, st tidemark.Status) tidemark.Record {
+		tt := t0 + mm*minute
+		return tidemark.Record{Source: "s", File: "f", Offset: mm, Payload: []byte("x"), EventTime: tt, Arrival: tt, Key: key, Status: st}
+	}
+	first := []tidemark.Record{rec(0, u1, tidemark.StatusOK), rec(3, u1, tidemark.StatusOK), rec(11, u1, tidemark.StatusOK),
+		rec(0, u2, tidemark.StatusOK), rec(1, u2, tidemark.StatusLate), rec(40, u1, tidemark.StatusOK)}
+	if err := lk.AppendBatch(ctx, lake.Batch{AppID: "s", BatchID: 1, Records: first}); err != nil {
+		t.Fatal(err)
+	}
+	v1, err := lk.Version(ctx, lake.TableRawEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.AppendBatch(ctx, lake.Batch{AppID: "s", BatchID: 2, Records: []tidemark.Record{rec(7, u1, tidemark.StatusLate)}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := batch.LateSessions(ctx, lk, batch.LateSessionQuery{Gap: 5 * time.Minute, SinceVersion: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[2026-01-01T10:00:00Z, 2026-01-01T10:16:00Z) \"u1\" n=4 vals=0 sum=0.000000 min=0 max=0 late=1\n"
+	if g := sessionText(got); g != want {
+		t.Fatalf("since v%d: got\n%s\nwant\n%s", v1, g, want)
+	}
+	// Every late row: u2's session too.
+	if got, _, err = batch.LateSessions(ctx, lk, batch.LateSessionQuery{Gap: 5 * time.Minute}); err != nil || len(got) != 2 {
+		t.Fatalf("all late rows: got %v, %v; want u1's and u2's sessions", got, err)
+	}
+	v2, _ := lk.Version(ctx, lake.TableRawEvents)
+	if got, _, err = batch.LateSessions(ctx, lk, batch.LateSessionQuery{Gap: 5 * time.Minute, SinceVersion: v2}); err != nil || len(got) != 0 {
+		t.Fatalf("since the last version: got %v, %v; want none", got, err)
+	}
+}
