@@ -146,17 +146,8 @@ func (e *SessionEngine) Process(recs []tidemark.Record, now time.Time) BatchResu
 			res.Quarantined++
 			continue
 		}
-		t := r.EventTime
-		stats.add(t)
-		r.Disorder = 0
-		switch {
-		case !src.hasMax:
-			src.max, src.hasMax = t, true
-		case src.max > t:
-			r.Disorder = src.max - t
-		default:
-			src.max = t
-		}
+		stats.add(r.EventTime)
+		src.observe(r)
 		r.Status = tidemark.StatusOK
 		if !e.add(r) {
 			r.Status = tidemark.StatusLate
@@ -173,6 +164,21 @@ func (e *SessionEngine) Process(recs []tidemark.Record, now time.Time) BatchResu
 	}
 	e.finish(&res)
 	return res
+}
+
+// observe sets r's disorder against the source's max event time and
+// raises the max. (Engine.Process holds the same lines; it can call this.)
+func (s *source) observe(r *tidemark.Record) {
+	t := r.EventTime
+	r.Disorder = 0
+	switch {
+	case !s.hasMax:
+		s.max, s.hasMax = t, true
+	case s.max > t:
+		r.Disorder = s.max - t
+	default:
+		s.max = t
+	}
 }
 
 // Drain moves W to +infinity and emits every open session, final.

@@ -55,12 +55,9 @@ func (e *SessionEngine) Apply(c *SessionChanges) error {
 	if !c.HasWatermark && e.hasW {
 		return errors.New("stream: session changelog without a watermark applied to a state with one")
 	}
-	sources := make(map[string]*source, len(c.Sources))
-	for _, s := range c.Sources {
-		if _, dup := sources[s.Name]; dup {
-			return fmt.Errorf("stream: session changelog lists source %q twice", s.Name)
-		}
-		sources[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
+	sources, err := sourcesOf(c.Sources)
+	if err != nil {
+		return fmt.Errorf("stream: session changelog: %w", err)
 	}
 	e.sources = sources
 	if c.HasWatermark {

@@ -76,12 +76,11 @@ func (e *SessionEngine) load(st *SessionState) error {
 	if st.HasWatermark {
 		e.w = st.Watermark
 	}
-	for _, s := range st.Sources {
-		if _, dup := e.sources[s.Name]; dup {
-			return fmt.Errorf("source %q listed twice", s.Name)
-		}
-		e.sources[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
+	sources, err := sourcesOf(st.Sources)
+	if err != nil {
+		return err
 	}
+	e.sources = sources
 	key := func(kk tidemark.Key) *sessionKey {
 		k := e.keys[kk]
 		if k == nil {
@@ -135,6 +134,19 @@ func (e *SessionEngine) load(st *SessionState) error {
 		e.due.update(k)
 	}
 	return nil
+}
+
+// sourcesOf rebuilds the sources of a snapshot or changelog entry.
+// (Engine.load and Engine.Apply hold the same loop; they can call this.)
+func sourcesOf(states []SourceState) (map[string]*source, error) {
+	out := make(map[string]*source, len(states))
+	for _, s := range states {
+		if _, dup := out[s.Name]; dup {
+			return nil, fmt.Errorf("source %q listed twice", s.Name)
+		}
+		out[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
+	}
+	return out, nil
 }
 
 // sessionStateMagic starts every encoded SessionState; the last byte is
