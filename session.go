@@ -57,3 +57,31 @@ func AddSat(a, b int64) int64 {
 	}
 	return a + b
 }
+
+// MergeSessions returns the sessions of one key made of two lists: a,
+// disjoint and ascending as InsertSession keeps them, and b, any sessions
+// sorted by start (they may overlap each other). Sessions that overlap
+// merge, as InsertSession merges them. It costs O(len(a) + len(b)), so the
+// batch layer folds rows that come in no particular order by sorting a
+// chunk of them and merging it in, instead of inserting one by one.
+func MergeSessions(a, b []Session) []Session {
+	out := make([]Session, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var next Session
+		if j == len(b) || (i < len(a) && a[i].Window.Start <= b[j].Window.Start) {
+			next, i = a[i], i+1
+		} else {
+			next, j = b[j], j+1
+		}
+		if n := len(out); n > 0 && next.Window.Start < out[n-1].Window.End {
+			last := &out[n-1]
+			last.Window.End = max(last.Window.End, next.Window.End)
+			last.Agg.Merge(next.Agg)
+			last.Late += next.Late
+			continue
+		}
+		out = append(out, next)
+	}
+	return out
+}

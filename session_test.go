@@ -27,11 +27,24 @@ func TestInsertSessionOrderFree(t *testing.T) {
 			}
 			want = append(want, Window{Start: v, End: v + gap})
 		}
-		for range 3 {
+		for round := range 4 {
 			rng.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
 			var ss []Session
-			for _, v := range ts {
-				ss, _ = InsertSession(ss, EventSession(v, gap, float64(v), true))
+			if round < 2 {
+				for _, v := range ts {
+					ss, _ = InsertSession(ss, EventSession(v, gap, float64(v), true))
+				}
+			} else {
+				// MergeSessions: the rows in sorted chunks of random size.
+				for rest := ts; len(rest) > 0; {
+					n := 1 + rng.IntN(len(rest))
+					var chunk []Session
+					for _, v := range rest[:n] {
+						chunk = append(chunk, EventSession(v, gap, float64(v), true))
+					}
+					slices.SortFunc(chunk, func(a, b Session) int { return int(a.Window.Start - b.Window.Start) })
+					ss, rest = MergeSessions(ss, chunk), rest[n:]
+				}
 			}
 			var got []Window
 			var n int64

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -40,7 +41,8 @@ type SessionStats struct {
 // the partitions before it, and symmetrically after its end, until every
 // wanted session has a gap of event time without rows of its key on both
 // sides or the table has no rows further out. Only the widening keys'
-// rows are folded in, and memory holds sessions, never rows.
+// rows are folded in, and memory holds sessions and a bounded buffer of
+// rows (flush), never all the rows.
 func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, SessionStats, error) {
 	if q.Gap <= 0 || q.Gap%time.Microsecond != 0 {
 		return nil, SessionStats{}, fmt.Errorf("sessionize: gap %s: want a positive whole number of microseconds", q.Gap)
@@ -59,6 +61,7 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 		to:       q.To,
 		layout:   layout,
 		sessions: map[tidemark.Key][]tidemark.Session{},
+		pending:  map[tidemark.Key][]tidemark.Session{},
 		counted:  map[int64]bool{},
 	}
 	if q.Keys != nil {
@@ -107,14 +110,17 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 
 // sessionizer is the state of one Sessionize call.
 type sessionizer struct {
-	lk       *lake.Lake
-	gap      int64
-	from, to int64
-	layout   *lake.RawLayout
-	keys     map[tidemark.Key]bool // nil: every key
-	sessions map[tidemark.Key][]tidemark.Session
-	stats    SessionStats
-	counted  map[int64]bool // event hours already counted in stats
+	lk        *lake.Lake
+	gap       int64
+	from, to  int64
+	layout    *lake.RawLayout
+	keys      map[tidemark.Key]bool // nil: every key
+	sessions  map[tidemark.Key][]tidemark.Session
+	pending   map[tidemark.Key][]tidemark.Session // rows not yet merged into sessions
+	npending  int
+	nsessions int
+	stats     SessionStats
+	counted   map[int64]bool // event hours already counted in stats
 }
 
 // scan folds the rows with event time in [from, to) of the keys in only
@@ -133,14 +139,37 @@ func (s *sessionizer) scan(ctx context.Context, from, to int64, only map[tidemar
 			if b.Status[i] == tidemark.StatusLate {
 				x.Late = 1
 			}
-			s.sessions[key], _ = tidemark.InsertSession(s.sessions[key], x)
+			s.pending[key] = append(s.pending[key], x)
+			if s.npending++; s.npending >= max(flushRows, s.nsessions) {
+				s.flush()
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("sessionize: %w", err)
 	}
+	s.flush()
 	return nil
+}
+
+// flushRows is the fewest buffered rows flush waits for.
+const flushRows = 1 << 16
+
+// flush folds the buffered rows into their keys' sessions: sorted, then
+// merged in one pass per key. Rows come in file order, not event time, and
+// inserting each into a long list of sessions would shift the list every
+// time; flushing when the buffer holds as many rows as there are sessions
+// keeps the merging O(n log n) overall.
+func (s *sessionizer) flush() {
+	for key, rows := range s.pending {
+		slices.SortFunc(rows, func(a, b tidemark.Session) int { return cmp.Compare(a.Window.Start, b.Window.Start) })
+		before := len(s.sessions[key])
+		s.sessions[key] = tidemark.MergeSessions(s.sessions[key], rows)
+		s.nsessions += len(s.sessions[key]) - before
+		s.pending[key] = rows[:0]
+	}
+	s.npending = 0
 }
 
 // count adds the event hours of [from, to) that hold files to the stats.
