@@ -139,11 +139,18 @@ func TestSessionizeMatchesNaive(t *testing.T) {
 			}
 			from := t0 + rng.Int64N(span) - 60*minute
 			to := from + 1 + rng.Int64N(span/2)
-			got, _, err := batch.Sessionize(ctx, lk, batch.SessionQuery{Gap: time.Duration(gap) * time.Microsecond, From: from, To: to})
+			q := batch.SessionQuery{Gap: time.Duration(gap) * time.Microsecond, From: from, To: to}
+			want := naiveSessions(all, gap, from, to)
+			if rng.IntN(2) == 0 {
+				// Only some keys.
+				q.Keys = []tidemark.Key{tidemark.MakeKey(tidemark.KeyPart{Null: true}), tidemark.MakeKey(tidemark.KeyPart{Value: fmt.Sprintf("/p%d", rng.IntN(4))})}
+				want = slices.DeleteFunc(want, func(r batch.Row) bool { return !slices.Contains(q.Keys, r.Key) })
+			}
+			got, _, err := batch.Sessionize(ctx, lk, q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g, w := sessionText(got), sessionText(naiveSessions(all, gap, from, to)); g != w {
+			if g, w := sessionText(got), sessionText(want); g != w {
 				t.Fatalf("seed %d gap %d range [%d, %d): got\n%s\nwant\n%s", seed, gap, from, to, g, w)
 			}
 		}
