@@ -35,6 +35,7 @@ var testOnly = map[string]bool{"tidemark/lake/store/storetest": true}
 var testWiring = map[string][]string{
 	"tidemark/reconcile":      {"tidemark/stream"},
 	"tidemark/batch/lateness": {"tidemark/stream"},
+	"tidemark/batch":          {"tidemark/stream"}, // stream sessions + batch sessionization agree
 }
 
 type listedPackage struct {

@@ -25,6 +25,7 @@ func newApp() *cli.App {
 			reconcileCommand(),
 			latenessCommand(),
 			recomputeCommand(),
+			sessionsCommand(),
 			windowsCommand(),
 			tablesCommand(),
 			compactCommand(),

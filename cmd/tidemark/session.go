@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"tidemark/batch"
+	"tidemark/lake"
+)
+
+// sessionsCommand prints the exact session windows of raw_events (the
+// batch layer's sessionization), on any lake: every session of every key
+// that overlaps the range, each whole, however far it reaches beyond it.
+func sessionsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sessions",
+		Usage: "print exact session windows computed from raw_events (reads only; nothing is changed)",
+		Flags: append(lakeFlags(),
+			&cli.DurationFlag{Name: "gap", Usage: "session gap: a key's next event at least this long after its previous one starts a new session (required)", EnvVars: env("gap")},
+			&cli.StringFlag{Name: "from", Usage: "sessions overlapping event time at or after this (RFC 3339 or date; default: all)", EnvVars: env("from")},
+			&cli.StringFlag{Name: "to", Usage: "sessions overlapping event time before this", EnvVars: env("to")},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, csv or json", EnvVars: env("format")},
+		),
+		Action: func(c *cli.Context) error {
+			if c.Duration("gap") <= 0 {
+				return fmt.Errorf("--gap is required and must be positive, e.g. --gap 30m")
+			}
+			from, to, err := timeRange(c)
+			if err != nil {
+				return err
+			}
+			f, err := newRenderer(c.String("format"))
+			if err != nil {
+				return err
+			}
+			lk, err := openLake(c, true)
+			if err != nil {
+				return err
+			}
+			if c.String("from") == "" || c.String("to") == "" {
+				lo, hi, ok, err := lk.EventTimeRange(c.Context)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("raw_events is empty: no sessions")
+				}
+				if c.String("from") == "" {
+					from = lo
+				}
+				if c.String("to") == "" {
+					to = hi + 1
+				}
+			}
+			rows, _, err := batch.Sessionize(c.Context, lk, batch.SessionQuery{Gap: c.Duration("gap"), From: from, To: to})
+			if err != nil {
+				return err
+			}
+			keys := lk.Config().Keys
+			header := append([]string{"window_start", "window_end"}, keys...)
+			f.header(append(header, "count", "sum", "min", "max", "late_rows"))
+			for _, r := range rows {
+				cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
+				f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
+			}
+			return f.flush(c.App.Writer)
+		},
+	}
+}
