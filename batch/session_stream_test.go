@@ -56,7 +56,7 @@ func streamSessions(t *testing.T, seed uint64, drain bool) sessionRun {
 	rng := rand.New(rand.NewPCG(seed, 17))
 	run := sessionRun{
 		gap: time.Duration(1+rng.Int64N(20)) * time.Minute,
-		cfg: stream.Config{Lateness: rng.Int64N(30) * minute, LateRule: stream.LateRule(rng.IntN(2))},
+		cfg: stream.Config{Lateness: time.Duration(rng.Int64N(30)) * time.Minute, LateRule: stream.LateRule(rng.IntN(2))},
 	}
 	e, err := stream.NewSessionEngine(run.gap, run.cfg, nil)
 	if err != nil {

@@ -106,7 +106,7 @@ func (f *sessionRef) batch(b batchIn) (emitted []tidemark.Result, statuses []tid
 		if !s.hasMax || (f.cfg.IdleTimeout > 0 && b.now.Sub(s.lastSeen) >= f.cfg.IdleTimeout) {
 			continue
 		}
-		cands = append(cands, s.max-f.cfg.Lateness)
+		cands = append(cands, s.max-f.cfg.Lateness.Microseconds())
 	}
 	if len(cands) > 0 {
 		c := slices.Min(cands)

@@ -17,7 +17,7 @@ import (
 // is not.
 func TestSessionDrainCheckpoint(t *testing.T) {
 	key := tidemark.MakeKey(tidemark.KeyPart{Value: "u1"})
-	e, err := NewSessionEngine(5*time.Minute, Config{Lateness: time.Hour.Microseconds()}, nil)
+	e, err := NewSessionEngine(5*time.Minute, Config{Lateness: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestSessionDrainCheckpoint(t *testing.T) {
 	if err := back.UnmarshalBinary(data); err != nil {
 		t.Fatal(err)
 	}
-	e, err = NewSessionEngine(5*time.Minute, Config{Lateness: time.Hour.Microseconds()}, &back)
+	e, err = NewSessionEngine(5*time.Minute, Config{Lateness: time.Hour}, &back)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestSessionWalkthrough(t *testing.T) {
 // TestSessionBridge: a row that arrives while both sessions are open
 // merges them into one.
 func TestSessionBridge(t *testing.T) {
-	e, err := NewSessionEngine(5*time.Minute, Config{Lateness: time.Hour.Microseconds()}, nil)
+	e, err := NewSessionEngine(5*time.Minute, Config{Lateness: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func BenchmarkSessions(b *testing.B) {
 	var sessions int
 	cpu0 := cpuTime()
 	for b.Loop() {
-		e, err := NewSessionEngine(5*time.Second, Config{Lateness: 5 * time.Second.Microseconds()}, nil)
+		e, err := NewSessionEngine(5*time.Second, Config{Lateness: 5 * time.Second}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func BenchmarkSessionStateBytes(b *testing.B) {
 	recs := make([]tidemark.Record, nkeys)
 	var perSession, estimate float64
 	for b.Loop() {
-		e, err := NewSessionEngine(time.Minute, Config{Lateness: 1 << 40}, nil)
+		e, err := NewSessionEngine(time.Minute, Config{Lateness: (1 << 40) * time.Microsecond}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
