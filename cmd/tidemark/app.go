@@ -27,6 +27,7 @@ func newApp() *cli.App {
 			recomputeCommand(),
 			windowsCommand(),
 			tablesCommand(),
+			shardsCommand(),
 			compactCommand(),
 			vacuumCommand(),
 			repairCommand(),
