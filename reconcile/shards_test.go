@@ -320,3 +320,48 @@ func eachKeyOnce(t *testing.T, lk *lake.Lake) {
 		}
 	}
 }
+
+// TestShardLostMerge: a shard that committed raw rows but never its
+// windows (it crashed between the two commits and never came back), beside
+// one that did: the merged windows lack its rows, and a plain reconcile
+// finds them without being told where to look.
+func TestShardLostMerge(t *testing.T) {
+	ctx := context.Background()
+	spec := tidemark.WindowSpec{Size: int64(time.Minute / time.Microsecond)}
+	tl := newTestLake(t, spec)
+	base := t0.UnixMicro()
+	var all []tidemark.Record
+	for s, id := range []string{"a", "b"} {
+		var recs []tidemark.Record
+		for i := range 30 {
+			recs = append(recs, rec(s*100+i, base+int64(s)*5*60*second+int64(i)*10*second, "k", float64(i))) // b in windows a never emitted
+		}
+		all = append(all, recs...)
+		w := base + 10*60*second
+		var closed []lake.WindowRow
+		if id == "a" {
+			res := make([]tidemark.Result, 0, 5)
+			for _, r := range recs {
+				start := r.EventTime - (r.EventTime-base)%spec.Size
+				if n := len(res); n == 0 || res[n-1].Window.Start != start {
+					res = append(res, tidemark.Result{Window: tidemark.Window{Start: start, End: start + spec.Size}, Key: r.Key, Final: true})
+				}
+				res[len(res)-1].Agg.Add(r.Value, true)
+			}
+			closed = streamRows(res, w, true)
+		}
+		if err := tl.lk.AppendBatch(ctx, lake.Batch{AppID: id, BatchID: 1, Records: recs, Closed: closed, Watermark: &w}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sum, _ := sumCount(t, tl.lk); sum != 30 {
+		t.Fatalf("window_results sum(count) = %d before reconcile, want the 30 rows of shard a", sum)
+	}
+	rep := tl.reconcile(t, reconcile.Config{})
+	if bad := closedMismatches(t, tl, spec, pureBatch(spec, all), base+10*60*second); len(bad) > 0 {
+		t.Errorf("after a plain reconcile (%s): %v", reportLine(rep), bad)
+	}
+	if sum, _ := sumCount(t, tl.lk); sum != 60 {
+		t.Errorf("window_results sum(count) = %d after reconcile, want 60", sum)
+	}
+}
