@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -79,6 +80,10 @@ func (l *Lake) RegisterShard(ctx context.Context, info ShardInfo) error {
 	}
 	if info.Started.IsZero() {
 		info.Started = l.clock().UTC()
+	}
+	info.Sources = slices.Clone(info.Sources)
+	for i, src := range info.Sources {
+		info.Sources[i] = withoutUserinfo(src)
 	}
 	data, err := json.Marshal(info)
 	if err != nil {
@@ -406,4 +411,16 @@ func (l *Lake) PartialWindows(ctx context.Context, since, from int64) (starts []
 		}
 	}
 	return slices.Sorted(maps.Keys(seen)), snap.Version, nil
+}
+
+// withoutUserinfo drops the credentials a source URL may carry
+// (s3://key:secret@bucket/...): the shard record is readable by anyone who
+// reads the lake.
+func withoutUserinfo(src string) string {
+	u, err := url.Parse(src)
+	if err != nil || u.User == nil || u.Scheme == "" {
+		return src
+	}
+	u.User = nil
+	return u.String()
 }
