@@ -79,6 +79,33 @@ func (s *shardRun) step(ctx context.Context) (bool, error) {
 	return !s.closed, err
 }
 
+// runConcurrently runs every shard to its end, each in a goroutine of its
+// own.
+func runConcurrently(t *testing.T, shards []*shardRun) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(shards))
+	for i, s := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				more, err := s.step(context.Background())
+				if err != nil || !more {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // hostEvents makes n events per host, in order but for a jitter under
 // disorder, over span, one key per event drawn from keys.
 func hostEvents(rng *rand.Rand, hosts, n int, span, disorder time.Duration, keys int) [][]tidemark.Record {
@@ -122,29 +149,12 @@ func TestThreeStreamsOneLake(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 3))
 	hosts := hostEvents(rng, 3, 20000, 234*time.Minute, 20*time.Second, 1)
 	var all []tidemark.Record
-	var wg sync.WaitGroup
-	errs := make([]error, len(hosts))
+	var shards []*shardRun
 	for h, recs := range hosts {
 		all = append(all, recs...)
-		s := newShardRun(t, tl.st, fmt.Sprintf("host-%d", h), spec, time.Minute, recs, func() int { return 500 })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				more, err := s.step(ctx)
-				if err != nil || !more {
-					errs[h] = err
-					return
-				}
-			}
-		}()
+		shards = append(shards, newShardRun(t, tl.st, fmt.Sprintf("host-%d", h), spec, time.Minute, recs, func() int { return 500 }))
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	runConcurrently(t, shards)
 	sum, rows := sumCount(t, tl.lk)
 	if sum != 60000 {
 		t.Errorf("window_results sum(count) = %d over %d windows, want 60000", sum, rows)
@@ -228,27 +238,7 @@ func shardsProperty(t *testing.T, st store.Store, seed uint64, concurrent bool) 
 		})
 	}
 	if concurrent {
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i, s := range shards {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					more, err := s.step(ctx)
-					if err != nil || !more {
-						errs[i] = err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		runConcurrently(t, shards)
 	} else {
 		live := append([]*shardRun(nil), shards...)
 		for len(live) > 0 {
