@@ -181,6 +181,9 @@ func (l *Lake) shardStates(ctx context.Context) (map[string]*Shard, error) {
 		for appID, t := range snap.Txns {
 			id, ok := strings.CutPrefix(appID, watermarkPrefix)
 			if !ok {
+				if name == TableWindowPartials {
+					get(appID) // only streams write partials
+				}
 				continue
 			}
 			s := get(id)
@@ -290,9 +293,11 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64) ([]WindowR
 	for i := range b.Closed {
 		want[b.Closed[i].id()] = true
 	}
-	parts, err := l.partialsOf(ctx, b.Closed)
-	if err != nil {
-		return nil, err
+	var parts []WindowRow
+	if len(byID) > 1 { // alone, the merge is the batch's own partials
+		if parts, err = l.partialsOf(ctx, b.Closed); err != nil {
+			return nil, err
+		}
 	}
 	byKey := map[windowID][]WindowRow{}
 	for _, p := range parts {
