@@ -110,7 +110,7 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 		}
 	}
 	if len(b.Closed) > 0 {
-		if _, err := l.merge(ctx, b.Closed, txn, "STREAMING UPDATE", params); err != nil {
+		if err := l.emitWindows(ctx, b, txn, ingest, params); err != nil {
 			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
 		}
 	}

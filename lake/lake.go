@@ -52,6 +52,10 @@ type Config struct {
 	// instead of committing them (see checkAdds). 0 means
 	// DefaultWriterGrace; every process on one lake must use the same.
 	WriterGrace time.Duration
+	// ShardIdle: a stream whose last commit is more than this older than
+	// the newest stream's stops holding merged windows back from being
+	// final (see shard.go). 0 means DefaultShardIdle.
+	ShardIdle time.Duration
 }
 
 func (c Config) adopt() bool {
@@ -185,6 +189,8 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		TableQuarantine:    quarantineTable(),
 		TableWindowResults: windowResultsTable(cfg.Keys),
 		TableReconcileLog:  reconcileLogTable(cfg.Keys),
+		// window_partials: see shard.go.
+		TableWindowPartials: windowPartialsTable(cfg.Keys),
 	}
 	for _, name := range tableNames {
 		l.tables[name] = &handle{def: defs[name], dt: logs[name]}

@@ -158,10 +158,13 @@ const (
 	TableQuarantine    = "quarantine"
 	TableWindowResults = "window_results"
 	TableReconcileLog  = "reconcile_log"
+	// TableWindowPartials holds each stream's (shard's) own aggregates per
+	// window key; window_results holds their merge (see shard.go).
+	TableWindowPartials = "window_partials"
 )
 
 // tableNames lists the lake's tables in a fixed order.
-var tableNames = []string{TableRawEvents, TableQuarantine, TableWindowResults, TableReconcileLog}
+var tableNames = []string{TableRawEvents, TableQuarantine, TableWindowResults, TableReconcileLog, TableWindowPartials}
 
 func keyColumns(keys []string) []column {
 	out := make([]column, len(keys))
@@ -241,6 +244,17 @@ func windowResultsTable(keys []string) *table {
 	)...)
 }
 
+// windowPartialsTable is window_results' schema partitioned by shard (the
+// stream id) first: each stream rewrites only its own partitions, so the
+// streams' partial upserts never conflict with one another.
+func windowPartialsTable(keys []string) *table {
+	t := windowResultsTable(keys)
+	return newTable(TableWindowPartials, []string{colShard, "window_date"}, t.cols...)
+}
+
+// colShard is window_partials' shard partition column.
+const colShard = "tidemark_shard"
+
 // reconcileLogTable is unpartitioned: one small row per corrected window.
 func reconcileLogTable(keys []string) *table {
 	return newTable(TableReconcileLog, nil, cat(
@@ -273,7 +287,7 @@ const badNameChars = " ,;{}()\n\t="
 // tables, partition columns included, to its name.
 var ownColumns = func() map[string]string {
 	own := map[string]string{}
-	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil)} {
+	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil), windowPartialsTable(nil)} {
 		for _, c := range t.cols {
 			own[strings.ToLower(c.name)] = c.name
 		}

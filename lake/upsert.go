@@ -50,6 +50,28 @@ func (l *Lake) Upsert(ctx context.Context, rows []WindowRow, appID string, versi
 	return nil
 }
 
+// mergeSpec is one copy-on-write upsert of a window table (window_results
+// or window_partials).
+type mergeSpec struct {
+	h *handle
+	// rows returns the rows to upsert; it is called again for every attempt
+	// (the merged rows of window_results are re-read from the partials
+	// after a lost race). The last row for a key wins.
+	rows   func(ctx context.Context) ([]WindowRow, error)
+	txn    *delta.Txn
+	extra  []delta.Action // more actions of the commit (watermark txns)
+	op     string
+	params map[string]string
+	// bump gives a row that replaces a different one the old row's
+	// revision + 1, and one that replaces an equal one the old revision.
+	bump bool
+}
+
+// fixedRows is a mergeSpec.rows that returns rows.
+func fixedRows(rows []WindowRow) func(context.Context) ([]WindowRow, error) {
+	return func(context.Context) ([]WindowRow, error) { return rows, nil }
+}
+
 // merge is the copy-on-write upsert of window_results: one commit that
 // removes every file of the touched partitions that may hold one of the
 // rows' keys (by its window_start stats) and adds, per partition, one file
@@ -57,20 +79,12 @@ func (l *Lake) Upsert(ctx context.Context, rows []WindowRow, appID string, versi
 // stay, so an emission of new windows appends. The commit carries txn and
 // reads the touched partitions: a concurrent change there redoes the merge.
 func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op string, params map[string]string) (int64, error) {
-	h := l.tables[TableWindowResults]
-	// The last row for a key wins.
-	byID := make(map[windowID]int, len(rows))
-	for i := range rows {
-		byID[rows[i].id()] = i
-	}
-	byDate := map[string][]WindowRow{}
-	for i := range rows {
-		if byID[rows[i].id()] != i {
-			continue
-		}
-		d := dateOf(rows[i].Window.Start)
-		byDate[d] = append(byDate[d], rows[i])
-	}
+	return l.upsertWindows(ctx, mergeSpec{h: l.tables[TableWindowResults], rows: fixedRows(rows), txn: txn, op: op, params: params})
+}
+
+// upsertWindows is merge on any window table, with rows computed per attempt.
+func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
+	h, txn := m.h, m.txn
 	v, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
 		var written []addFile // files of this attempt
 		if snap == nil {
@@ -79,24 +93,51 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
 			return nil, nil, nil
 		}
+		rows, err := m.rows(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		byID := make(map[windowID]int, len(rows))
+		for i := range rows {
+			byID[rows[i].id()] = i
+		}
+		byPart := map[string][]WindowRow{}
+		pvs := map[string]map[string]*string{}
+		for i := range rows {
+			if byID[rows[i].id()] != i {
+				continue
+			}
+			pv := h.partition(&rows[i])
+			dir := h.partitionDir(pv)
+			pvs[dir] = pv
+			byPart[dir] = append(byPart[dir], rows[i])
+		}
+		touched := slices.Sorted(maps.Keys(byPart))
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
 		var removed, added, outRows int64
-		for _, d := range slices.Sorted(maps.Keys(byDate)) {
-			news := byDate[d]
+		for _, dir := range touched {
+			news := byPart[dir]
 			keep := append([]WindowRow(nil), news...)
+			at := make(map[windowID]int, len(news))
+			for i := range keep {
+				at[keep[i].id()] = i
+			}
 			for i := range snap.Files {
 				a := &snap.Files[i]
-				if pv := a.PartitionValues["window_date"]; pv == nil || *pv != d || !mayHold(a, news) {
+				if !samePartition(a.PartitionValues, pvs[dir]) || !mayHold(a, news) {
 					continue
 				}
-				old, err := l.readWindowRows(ctx, a.Key(h.dt.Path()))
+				old, err := l.readWindowRows(ctx, h, a)
 				if err != nil {
 					return nil, written, err
 				}
 				for _, r := range old {
-					if _, replaced := byID[r.id()]; !replaced {
+					j, replaced := at[r.id()]
+					if !replaced {
 						keep = append(keep, r)
+					} else if m.bump {
+						keep[j].Revision = nextRevision(&r, &keep[j])
 					}
 				}
 				actions = append(actions, delta.Action{Remove: &delta.Remove{
@@ -106,7 +147,7 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 				removed++
 			}
 			sortWindowRows(keep)
-			f, err := l.writeWindowRows(ctx, keep, d)
+			f, err := l.writeWindowRows(ctx, h, keep, pvs[dir])
 			if err != nil {
 				return nil, written, err
 			}
@@ -115,11 +156,11 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 			added++
 			outRows += f.Rows
 		}
-		touched := slices.Sorted(maps.Keys(byDate))
+		actions = append(actions, m.extra...)
 		return &delta.Transaction{
 			Actions:             actions,
-			Operation:           op,
-			OperationParameters: params,
+			Operation:           m.op,
+			OperationParameters: m.params,
 			OperationMetrics: map[string]string{
 				"numTargetFilesRemoved": strconv.FormatInt(removed, 10),
 				"numTargetFilesAdded":   strconv.FormatInt(added, 10),
@@ -127,8 +168,12 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 			},
 			Txn: txn,
 			ReadPredicate: func(pv map[string]*string) bool {
-				d := pv["window_date"]
-				return d == nil || slices.Contains(touched, *d)
+				for _, dir := range touched {
+					if samePartition(pv, pvs[dir]) {
+						return true
+					}
+				}
+				return false
 			},
 		}, written, nil
 	})
@@ -139,6 +184,26 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 		return -1, fmt.Errorf("merge %s: %w", h.def.name, err)
 	}
 	return v, nil
+}
+
+// samePartition reports whether a file's partition values are want's; a
+// value the file lacks (a table not written by tidemark) matches.
+func samePartition(got, want map[string]*string) bool {
+	for c, w := range want {
+		if g := got[c]; g != nil && *g != *w {
+			return false
+		}
+	}
+	return true
+}
+
+// nextRevision is the revision of row replacing old: old's when the value
+// is the same, old's + 1 otherwise, and never below row's own.
+func nextRevision(old, row *WindowRow) int64 {
+	if sameValue(old.Agg, row.Agg) && old.Final == row.Final {
+		return max(old.Revision, row.Revision)
+	}
+	return max(old.Revision+1, row.Revision)
 }
 
 // mayHold reports whether a window_results file may hold one of rows' keys,
@@ -197,4 +262,13 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 		return addFile{}, err
 	}
 	return addFile{f, map[string]*string{}}, nil
+}
+
+// sameValue compares two aggregates as window_results stores them (count,
+// sum, min, max; Values only as "has values").
+func sameValue(a, b tidemark.Agg) bool {
+	if a.Count != b.Count || (a.Values > 0) != (b.Values > 0) {
+		return false
+	}
+	return a.Values == 0 || (a.Total() == b.Total() && a.Min == b.Min && a.Max == b.Max)
 }

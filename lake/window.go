@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"tidemark"
@@ -21,6 +22,9 @@ type WindowRow struct {
 	Revision   int64  // 1 at first emission, +1 per correction
 	ComputedAt int64  // µs
 	Watermark  *int64 // W when emitted; nil for batch
+	// Shard is the stream id a window_partials row belongs to; "" in
+	// window_results, whose rows are the merge of every shard's.
+	Shard string
 }
 
 // Origins of window rows.
@@ -34,17 +38,38 @@ const (
 type windowID struct {
 	start, end int64
 	key        tidemark.Key
+	shard      string // window_partials only
 }
 
-func (r *WindowRow) id() windowID { return windowID{r.Window.Start, r.Window.End, r.Key} }
+func (r *WindowRow) id() windowID { return windowID{r.Window.Start, r.Window.End, r.Key, r.Shard} }
+
+// partition returns the partition values of the row in table h.
+func (h *handle) partition(r *WindowRow) map[string]*string {
+	pv := map[string]*string{"window_date": strp(dateOf(r.Window.Start))}
+	if h.def.name == TableWindowPartials {
+		pv[colShard] = strp(r.Shard)
+	}
+	return pv
+}
+
+// partitionDir renders partition values as the directory of their files,
+// in the table's partition column order.
+func (h *handle) partitionDir(pv map[string]*string) string {
+	parts := make([]string, len(h.def.partCols))
+	for i, c := range h.def.partCols {
+		parts[i] = c + "=" + *pv[c]
+	}
+	return strings.Join(parts, "/")
+}
 
 func sortWindowRows(rows []WindowRow) {
 	slices.SortFunc(rows, func(a, b WindowRow) int { return tidemark.CompareResults(a.Result, b.Result) })
 }
 
-// writeWindowRows writes rows (all of one window_date) as one file.
-func (l *Lake) writeWindowRows(ctx context.Context, rows []WindowRow, date string) (addFile, error) {
-	t := l.tables[TableWindowResults].def
+// writeWindowRows writes rows (all of the partition pv) as one file of the
+// window table h (window_results or window_partials).
+func (l *Lake) writeWindowRows(ctx context.Context, h *handle, rows []WindowRow, pv map[string]*string) (addFile, error) {
+	t := h.def
 	w, err := newFileWriter(t)
 	if err != nil {
 		return addFile{}, err
@@ -77,17 +102,22 @@ func (l *Lake) writeWindowRows(ctx context.Context, rows []WindowRow, date strin
 			return addFile{}, err
 		}
 	}
-	f, err := w.finish(ctx, l.st, "window_date="+date)
+	f, err := w.finish(ctx, l.st, h.partitionDir(pv))
 	if err != nil {
 		return addFile{}, err
 	}
-	return addFile{f, map[string]*string{"window_date": strp(date)}}, nil
+	return addFile{f, pv}, nil
 }
 
-// readWindowRows reads every row of one window_results file.
-func (l *Lake) readWindowRows(ctx context.Context, key string) ([]WindowRow, error) {
-	t := l.tables[TableWindowResults].def
-	fr, err := openFileReader(ctx, l.st, key)
+// readWindowRows reads every row of one file of the window table h; rows of
+// window_partials get their shard from the file's partition.
+func (l *Lake) readWindowRows(ctx context.Context, h *handle, a *delta.Add) ([]WindowRow, error) {
+	t := h.def
+	var shard string
+	if s := a.PartitionValues[colShard]; s != nil && t.name == TableWindowPartials {
+		shard = *s
+	}
+	fr, err := openFileReader(ctx, l.st, a.Key(h.dt.Path()))
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +150,7 @@ func (l *Lake) readWindowRows(ctx context.Context, key string) ([]WindowRow, err
 				Origin:     string(origin.bytes[i]),
 				Revision:   rev.ints[i],
 				ComputedAt: computed.ints[i],
+				Shard:      shard,
 			}
 			if !sum.isNull(i) {
 				r.Agg.Values = r.Agg.Count
@@ -173,13 +204,23 @@ func inDates(d, lo, hi string) bool {
 // Windows returns the window_results rows with window_start in [from, to)
 // at version (<= 0: latest), sorted by window and key.
 func (l *Lake) Windows(ctx context.Context, from, to int64, version int64) ([]WindowRow, error) {
-	h := l.tables[TableWindowResults]
+	return l.windowsOf(ctx, l.tables[TableWindowResults], from, to, version)
+}
+
+// Partials returns the window_partials rows (every shard's own aggregates,
+// Shard set) with window_start in [from, to) at version (<= 0: latest),
+// sorted by window and key.
+func (l *Lake) Partials(ctx context.Context, from, to int64, version int64) ([]WindowRow, error) {
+	return l.windowsOf(ctx, l.tables[TableWindowPartials], from, to, version)
+}
+
+func (l *Lake) windowsOf(ctx context.Context, h *handle, from, to int64, version int64) ([]WindowRow, error) {
 	if version <= 0 {
 		version = -1
 	}
 	snap, err := h.dt.Snapshot(ctx, version)
 	if err != nil {
-		return nil, fmt.Errorf("read window results: %w", err)
+		return nil, fmt.Errorf("read %s: %w", h.def.name, err)
 	}
 	lo, hi := dateBounds(from, to)
 	var out []WindowRow
@@ -191,9 +232,9 @@ func (l *Lake) Windows(ctx context.Context, from, to int64, version int64) ([]Wi
 		if flo, fhi, ok := fileTimeRange(a, "window_start"); ok && (fhi <= from || flo >= to) {
 			continue
 		}
-		rows, err := l.readWindowRows(ctx, a.Key(h.dt.Path()))
+		rows, err := l.readWindowRows(ctx, h, a)
 		if err != nil {
-			return nil, fmt.Errorf("read window results: %w", err)
+			return nil, fmt.Errorf("read %s: %w", h.def.name, err)
 		}
 		for _, r := range rows {
 			if r.Window.Start >= from && r.Window.Start < to {

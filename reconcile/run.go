@@ -63,6 +63,10 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	partialsTo, err := r.shardWindows(ctx, p, late)
+	if err != nil {
+		return err
+	}
 	rfrom, rto, hasRange, err := r.checkRange(ctx)
 	if err != nil {
 		return err
@@ -109,7 +113,60 @@ func (r *run) do(ctx context.Context) error {
 			return err
 		}
 	}
+	if partialsTo > p.partials {
+		if err := p.record(ctx, AppPartials, partialsTo); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// shardWindows adds, on a lake several streams write, the windows a merged
+// value may be wrong in for a reason other than late rows to the windows to
+// check (late, by day): those any shard emitted since the last run and
+// those still open at it (from window_partials), and those holding any raw
+// row committed since (a shard that crashed between its raw and window
+// commits and never came back). It returns the window_partials version
+// read, 0 on a lake one stream writes.
+func (r *run) shardWindows(ctx context.Context, p *priorRuns, late map[int64]map[int64]bool) (int64, error) {
+	if !p.shards {
+		return 0, nil
+	}
+	from := lake.AllFrom
+	if p.hasWM {
+		from = tidemark.SubSat(p.wm, r.spec.Size)
+	}
+	starts, version, err := r.lk.PartialWindows(ctx, p.partials, from)
+	if err != nil {
+		return 0, err
+	}
+	note := func(start int64) {
+		d := dayOf(start)
+		if late[d] == nil {
+			late[d] = map[int64]bool{}
+		}
+		late[d][start] = true
+	}
+	for _, s := range starts {
+		note(s)
+	}
+	if rawTo := r.rep.RawTo; rawTo > p.raw {
+		var buf []tidemark.Window
+		q := lake.RawQuery{MinCommitVersion: p.raw, Columns: []string{lake.ColEventTime}, Version: rawTo}
+		err := r.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
+			for _, t := range b.EventTime[:b.N] {
+				buf = r.spec.Assign(buf[:0], t)
+				for _, win := range buf {
+					note(win.Start)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("find the windows of raw rows since the last run: %w", err)
+		}
+	}
+	return version, nil
 }
 
 // lateWindows returns the windows holding late rows, by day: in files

@@ -14,8 +14,18 @@ type priorRuns struct {
 	raw   int64 // raw_events version consumed; 0: none
 	wm    int64 // stream watermark seen
 	hasWM bool
-	lk    *lake.Lake
+	// partials is the window_partials version consumed (see AppPartials).
+	partials int64
+	// shards: more than one stream writes to the lake (see lake/shard.go).
+	shards bool
+	lk     *lake.Lake
 }
+
+// AppPartials is the txn appId, in reconcile_log, of the window_partials
+// version a run consumed: on a lake several streams write, the next run
+// checks every window a shard emitted since (its merged value may have been
+// committed without another shard's partial, or over a correction).
+const AppPartials = "tidemark-reconcile.partials-version"
 
 func readPriorRuns(ctx context.Context, lk *lake.Lake) (*priorRuns, error) {
 	p := &priorRuns{lk: lk}
@@ -26,6 +36,10 @@ func readPriorRuns(ctx context.Context, lk *lake.Lake) (*priorRuns, error) {
 	p.seq = txns[AppRun]
 	p.raw = txns[AppRaw]
 	p.wm, p.hasWM = txns[AppWatermark]
+	p.partials = txns[AppPartials]
+	if p.shards, err = lk.MultiShard(ctx); err != nil {
+		return nil, fmt.Errorf("read reconcile progress: %w", err)
+	}
 	wtxns, err := lk.Txns(ctx, lake.TableWindowResults)
 	if err != nil {
 		return nil, fmt.Errorf("read reconcile progress: %w", err)
@@ -46,7 +60,14 @@ func (p *priorRuns) rawVersion(ctx context.Context) (int64, error) {
 // windows ending in that millisecond wait for a later run), and with every
 // raw_events commit, which covers windows the stream closed without emitting
 // anything (only late rows reached them).
+//
+// On a lake several streams write it is the lake's combined watermark
+// instead: the lowest of the active shards' (lake.ShardWatermark), since a
+// window is closed only when every shard still writing has passed it.
 func (p *priorRuns) streamWatermark(ctx context.Context) (int64, bool, error) {
+	if p.shards {
+		return p.lk.ShardWatermark(ctx)
+	}
 	w, has, err := p.lk.WindowsWatermark(ctx)
 	if err != nil {
 		return 0, false, err

@@ -257,6 +257,9 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if r.id, err = r.ck.streamID(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: cfg.Name, Sources: cfg.Sources}); err != nil {
+		return nil, err
+	}
 	rec, err := r.ck.recover(ctx)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ func newApp() *cli.App {
 			sessionsCommand(),
 			windowsCommand(),
 			tablesCommand(),
+			shardsCommand(),
 			compactCommand(),
 			vacuumCommand(),
 			repairCommand(),

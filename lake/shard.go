@@ -1,0 +1,431 @@
+package lake
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"tidemark"
+	"tidemark/lake/delta"
+	"tidemark/lake/store"
+)
+
+// Streams that share a lake are shards of one result. Each stream (shard,
+// identified by its stream id, the txn appId of its commits) upserts what
+// it emitted into window_partials, in partitions of its own
+// (tidemark_shard=<id>/window_date=...), with txn {id, batch}. Then it
+// upserts, for the window keys the batch touched, the merge of every
+// shard's partial into window_results (count and sum add, min and max
+// combine), with the same txn. That second commit reads window_results'
+// touched partitions: when another shard committed there since, the
+// attempt is redone, and the partials are read again, so the merge that
+// lands last has read every partial committed before it. A crash between
+// the two commits is healed by the replay (the partials commit is skipped by
+// its txn, the merge is redone from the partials) and by reconcile. The
+// merge is a pure function of the partials: nothing is added twice.
+//
+// Finality: a merged row is final when every shard that contributed to it
+// marked its partial final and every other active shard's watermark has
+// passed the window's end. A shard is active unless its last commit is more
+// than Config.ShardIdle older than the newest shard's last commit. The
+// merged row's watermark is the lowest watermark of the active shards.
+
+// DefaultShardIdle is Config.ShardIdle's zero value.
+const DefaultShardIdle = 5 * time.Minute
+
+// shardsDir holds one JSON object per stream that registered on the lake.
+const shardsDir = "_shards/"
+
+// ShardInfo is what a stream tells the lake about itself when it starts.
+type ShardInfo struct {
+	ID      string    `json:"id"`   // stream id: the txn appId of its commits
+	Name    string    `json:"name"` // --name
+	Sources []string  `json:"sources"`
+	Started time.Time `json:"started"`
+}
+
+// Shard is one stream writing to the lake, as the lake records it.
+type Shard struct {
+	ShardInfo
+	// Watermark is the highest watermark the shard recorded (µs), if
+	// HasWatermark.
+	Watermark    int64
+	HasWatermark bool
+	// LastBatch is the last batch id the shard committed, -1 for none.
+	LastBatch int64
+	// LastCommit is the time of the shard's last commit that recorded its
+	// watermark (zero for none).
+	LastCommit time.Time
+	// Idle: the last commit is more than Config.ShardIdle older than the
+	// newest shard's; the shard no longer holds windows back from being
+	// final (see the package comment in shard.go).
+	Idle bool
+}
+
+// RegisterShard records a stream on the lake (name and sources, for
+// Shards). It is written again at every start: the last start wins.
+func (l *Lake) RegisterShard(ctx context.Context, info ShardInfo) error {
+	if info.ID == "" || strings.ContainsAny(info.ID, "/=") {
+		return fmt.Errorf("register shard: bad stream id %q", info.ID)
+	}
+	if info.Started.IsZero() {
+		info.Started = l.clock().UTC()
+	}
+	info.Sources = slices.Clone(info.Sources)
+	for i, src := range info.Sources {
+		info.Sources[i] = withoutUserinfo(src)
+	}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("register shard: %w", err)
+	}
+	if err := l.st.Put(ctx, shardsDir+info.ID+".json", bytes.NewReader(data), int64(len(data))); err != nil {
+		return fmt.Errorf("register shard %s: %w", info.Name, err)
+	}
+	return nil
+}
+
+// Shards lists the streams that have written to the lake or registered on
+// it, sorted by name then id.
+func (l *Lake) Shards(ctx context.Context) ([]Shard, error) {
+	byID, err := l.shardStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := l.st.List(ctx, shardsDir)
+	if err != nil {
+		return nil, fmt.Errorf("list shards: %w", err)
+	}
+	for _, in := range infos {
+		id, ok := strings.CutSuffix(path.Base(in.Key), ".json")
+		if !ok {
+			continue
+		}
+		var si ShardInfo
+		data, err := store.ReadAll(ctx, l.st, in.Key)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read shard %s: %w", id, err)
+		}
+		if err := json.Unmarshal(data, &si); err != nil || si.ID != id {
+			l.log.Warn("ignoring an unreadable shard record", "key", in.Key)
+			continue
+		}
+		s := byID[id]
+		if s == nil {
+			s = &Shard{LastBatch: -1}
+			byID[id] = s
+		}
+		s.ShardInfo = si
+	}
+	out := make([]Shard, 0, len(byID))
+	for _, s := range byID {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Shard) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
+	return out, nil
+}
+
+// OtherShards returns the shards of the lake other than the stream self:
+// the hook for a stream that cannot merge across shards (session windows)
+// to refuse a shared lake.
+func (l *Lake) OtherShards(ctx context.Context, self string) ([]Shard, error) {
+	all, err := l.Shards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(s Shard) bool { return s.ID == self }), nil
+}
+
+// MultiShard reports whether more than one stream has written to the lake.
+func (l *Lake) MultiShard(ctx context.Context) (bool, error) {
+	byID, err := l.shardStates(ctx)
+	return len(byID) > 1, err
+}
+
+// shardStates reads every shard's watermark, last batch and last commit
+// from the txns of raw_events, quarantine and window_partials, and marks
+// the idle ones.
+func (l *Lake) shardStates(ctx context.Context) (map[string]*Shard, error) {
+	byID := map[string]*Shard{}
+	get := func(id string) *Shard {
+		s := byID[id]
+		if s == nil {
+			s = &Shard{ShardInfo: ShardInfo{ID: id}, LastBatch: -1}
+			byID[id] = s
+		}
+		return s
+	}
+	snaps := map[string]*delta.Snapshot{}
+	for _, name := range []string{TableRawEvents, TableQuarantine, TableWindowPartials} {
+		snap, err := l.tables[name].dt.Snapshot(ctx, -1)
+		if errors.Is(err, delta.ErrNoTable) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read shards: %w", err)
+		}
+		snaps[name] = snap
+		for appID, t := range snap.Txns {
+			id, ok := strings.CutPrefix(appID, watermarkPrefix)
+			if !ok {
+				if name == TableWindowPartials {
+					get(appID) // only streams write partials
+				}
+				continue
+			}
+			s := get(id)
+			if !s.HasWatermark || t.Version > s.Watermark {
+				s.Watermark, s.HasWatermark = t.Version, true
+			}
+			if lu := time.UnixMilli(t.LastUpdated).UTC(); t.LastUpdated > 0 && lu.After(s.LastCommit) {
+				s.LastCommit = lu
+			}
+		}
+	}
+	for _, snap := range snaps {
+		for id, s := range byID {
+			if v, ok := snap.TxnVersion(id); ok && v > s.LastBatch {
+				s.LastBatch = v
+			}
+		}
+	}
+	markIdle(byID, l.idle())
+	return byID, nil
+}
+
+func (l *Lake) idle() time.Duration { return cmp.Or(l.cfg.ShardIdle, DefaultShardIdle) }
+
+// markIdle marks the shards whose last commit is more than idle older than
+// the newest one's.
+func markIdle(byID map[string]*Shard, idle time.Duration) {
+	var newest time.Time
+	for _, s := range byID {
+		if s.LastCommit.After(newest) {
+			newest = s.LastCommit
+		}
+	}
+	for _, s := range byID {
+		s.Idle = newest.Sub(s.LastCommit) > idle
+	}
+}
+
+// ShardWatermark is the lake's combined watermark: the lowest of the active
+// shards' watermarks, the point every stream still writing has passed. A
+// window ending at or before it is closed. ok is false when no shard
+// recorded a watermark.
+func (l *Lake) ShardWatermark(ctx context.Context) (w int64, ok bool, err error) {
+	byID, err := l.shardStates(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	w, ok = combinedWatermark(byID)
+	return w, ok, nil
+}
+
+func combinedWatermark(byID map[string]*Shard) (w int64, ok bool) {
+	for _, s := range byID {
+		if s.Idle || !s.HasWatermark {
+			continue
+		}
+		if !ok || s.Watermark < w {
+			w, ok = s.Watermark, true
+		}
+	}
+	return w, ok
+}
+
+// emitWindows commits a batch's emitted windows: its partials first, then
+// the merge of every shard's partials for the keys it touched.
+func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest int64, params map[string]string) error {
+	partials := make([]WindowRow, len(b.Closed))
+	for i, r := range b.Closed {
+		r.Shard = b.AppID
+		partials[i] = r
+	}
+	var extra []delta.Action
+	if b.Watermark != nil {
+		extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
+	}
+	if _, err := l.upsertWindows(ctx, mergeSpec{h: l.tables[TableWindowPartials], rows: fixedRows(partials), txn: txn, extra: extra, op: "STREAMING UPDATE", params: params}); err != nil {
+		return err
+	}
+	rows := func(ctx context.Context) ([]WindowRow, error) { return l.mergedRows(ctx, b, ingest) }
+	_, err := l.upsertWindows(ctx, mergeSpec{h: l.tables[TableWindowResults], rows: rows, txn: txn, op: "STREAMING UPDATE", params: params, bump: true})
+	return err
+}
+
+// mergedRows merges every shard's partials of the window keys b touched, as
+// the latest window_partials holds them. The batch's own shard counts as
+// committing now with b's watermark.
+func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64) ([]WindowRow, error) {
+	byID, err := l.shardStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	self := byID[b.AppID]
+	if self == nil {
+		self = &Shard{ShardInfo: ShardInfo{ID: b.AppID}}
+		byID[b.AppID] = self
+	}
+	if b.Watermark != nil {
+		self.Watermark, self.HasWatermark = *b.Watermark, true
+	}
+	if now := time.UnixMicro(ingest).UTC(); now.After(self.LastCommit) {
+		self.LastCommit = now
+	}
+	markIdle(byID, l.idle())
+	self.Idle = false
+
+	want := make(map[windowID]bool, len(b.Closed))
+	for i := range b.Closed {
+		want[b.Closed[i].id()] = true
+	}
+	var parts []WindowRow
+	if len(byID) > 1 { // alone, the merge is the batch's own partials
+		if parts, err = l.partialsOf(ctx, b.Closed); err != nil {
+			return nil, err
+		}
+	}
+	byKey := map[windowID][]WindowRow{}
+	for _, p := range parts {
+		id := p.id()
+		id.shard = ""
+		if want[id] {
+			byKey[id] = append(byKey[id], p)
+		}
+	}
+	out := make([]WindowRow, 0, len(b.Closed))
+	for i := range b.Closed {
+		r := b.Closed[i]
+		ps := byKey[r.id()]
+		if len(ps) == 0 {
+			ps = []WindowRow{{Result: r.Result, Shard: b.AppID}}
+		}
+		out = append(out, mergeShards(b.AppID, r, ps, byID))
+	}
+	return out, nil
+}
+
+// mergeShards merges one window key's partials (ps) into the row the shard
+// self emitted (r: origin, computed_at, revision), by the finality rule of
+// the package comment in shard.go.
+func mergeShards(self string, r WindowRow, ps []WindowRow, byID map[string]*Shard) WindowRow {
+	var agg tidemark.Agg
+	final := true
+	from := map[string]bool{}
+	for _, p := range ps {
+		agg.Merge(p.Agg)
+		final = final && p.Final
+		from[p.Shard] = true
+	}
+	wm := r.Watermark
+	for id, s := range byID {
+		if s.Idle || id == self {
+			continue
+		}
+		if !from[id] && (!s.HasWatermark || s.Watermark < r.Window.End) {
+			final = false
+		}
+		if s.HasWatermark && (wm == nil || s.Watermark < *wm) {
+			w := s.Watermark
+			wm = &w
+		}
+	}
+	r.Agg, r.Final, r.Watermark, r.Shard = agg, final, wm, ""
+	return r
+}
+
+// partialsOf reads the window_partials rows of every shard that may hold
+// one of rows' window keys.
+func (l *Lake) partialsOf(ctx context.Context, rows []WindowRow) ([]WindowRow, error) {
+	h := l.tables[TableWindowPartials]
+	snap, err := h.dt.Snapshot(ctx, -1)
+	if err != nil {
+		return nil, fmt.Errorf("read window partials: %w", err)
+	}
+	byDate := map[string][]WindowRow{}
+	for i := range rows {
+		d := dateOf(rows[i].Window.Start)
+		byDate[d] = append(byDate[d], rows[i])
+	}
+	var out []WindowRow
+	for i := range snap.Files {
+		a := &snap.Files[i]
+		d := a.PartitionValues["window_date"]
+		if d == nil || !mayHold(a, byDate[*d]) {
+			continue
+		}
+		got, err := l.readWindowRows(ctx, h, a)
+		if err != nil {
+			return nil, fmt.Errorf("read window partials: %w", err)
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// PartialWindows returns the window starts of window_partials at its latest
+// version (returned too) held by files added after version since (0: every
+// file) or with a window start at or after from: the windows any shard
+// emitted since a reconcile run, and those still open at it.
+func (l *Lake) PartialWindows(ctx context.Context, since, from int64) (starts []int64, version int64, err error) {
+	h := l.tables[TableWindowPartials]
+	snap, err := h.dt.Snapshot(ctx, -1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read window partials: %w", err)
+	}
+	before := map[string]bool{}
+	if since > 0 && since <= snap.Version {
+		old, err := h.dt.Snapshot(ctx, since)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read window partials at version %d: %w", since, err)
+		}
+		for _, a := range old.Files {
+			before[a.Path] = true
+		}
+	}
+	seen := map[int64]bool{}
+	for i := range snap.Files {
+		a := &snap.Files[i]
+		if before[a.Path] {
+			if _, hi, ok := fileTimeRange(a, "window_start"); ok && hi <= from {
+				continue
+			}
+		}
+		rows, err := l.readWindowRows(ctx, h, a)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read window partials: %w", err)
+		}
+		for _, r := range rows {
+			if !before[a.Path] || r.Window.Start >= from {
+				seen[r.Window.Start] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), snap.Version, nil
+}
+
+// withoutUserinfo drops the credentials a source URL may carry
+// (s3://key:secret@bucket/...): the shard record is readable by anyone who
+// reads the lake.
+func withoutUserinfo(src string) string {
+	u, err := url.Parse(src)
+	if err != nil || u.User == nil || u.Scheme == "" {
+		return src
+	}
+	u.User = nil
+	return u.String()
+}
