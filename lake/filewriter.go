@@ -573,7 +573,7 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 	if _, err := w.tmp.Seek(0, io.SeekStart); err != nil {
 		return dataFile{}, fmt.Errorf("rewind temp file: %w", err)
 	}
-	name := "part-" + uuid.NewString() + ".zstd.parquet"
+	name := "part-" + uuid.NewString() + "." + string(w.t.payload) + ".parquet"
 	rel := name
 	if dir != "" {
 		rel = dir + "/" + name
