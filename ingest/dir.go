@@ -46,8 +46,8 @@ type Dir struct {
 
 	files map[string]*fileState // by relative path
 	order []string              // relative paths, sorted
-	json  *NDJSONDecoder
-	queue alignQueue // files a Read may take records from
+	json  []Decoder             // NDJSON: one per decoding worker
+	queue alignQueue            // files a Read may take records from
 	keys  []alignKey
 	// until, during the replay of a logged batch (Limit), bounds each
 	// file by identity: records at or past the offset are not returned,
@@ -71,17 +71,14 @@ var (
 
 // fileState is one tracked file.
 type fileState struct {
-	pos        FilePosition
+	lineInput        // position, line reader, Limit bound
 	size       int64 // raw size at the last stat
 	limit      int64 // Once: raw bytes present at Open; -1 = no limit
 	compressed bool
-	r          *lineReader
 	closers    []io.Closer
-	dec        Decoder
 	// failedSize is the raw size of a compressed file when it last ended
 	// early (still being written); it is retried only once it changes.
 	failedSize int64
-	until      int64 // Limit: no record at or past this offset; -1 = no bound
 	// unreadable: the last open failed. It is retried, but its bytes do
 	// not count as unread data meanwhile (it holds the watermark only as a
 	// live file read to its end would, until --idle-timeout): a file that
@@ -102,7 +99,7 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		linked: map[string]string{}, warned: map[string]bool{}}
 	d.single = pattern != "" && !strings.ContainsAny(spec, "*?[")
 	if cfg.Format != FormatCSV {
-		if d.json, err = NewNDJSONDecoder(cfg.DecoderConfig); err != nil {
+		if d.json, err = ndjsonDecoders(cfg.DecoderConfig); err != nil {
 			return nil, err
 		}
 	}
@@ -271,7 +268,8 @@ func isCompressed(rel string) bool {
 
 func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
 	dev, ino := fileID(fi)
-	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1, until: -1}
+	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1}
+	st.until = -1
 	st.pos = FilePosition{Path: rel, Dev: dev, Inode: ino}
 	st.pos.Hash, st.pos.HashLen = fingerprint(d.abs(rel), 0)
 	if d.until != nil {
@@ -370,7 +368,8 @@ func (st *fileState) close() error {
 	for i := len(st.closers) - 1; i >= 0; i-- {
 		errs = append(errs, st.closers[i].Close())
 	}
-	st.closers, st.r, st.dec = nil, nil, nil // the decoder is rebuilt from pos.Header
+	st.closers = nil
+	st.drop() // the decoder is rebuilt from pos.Header
 	return errors.Join(errs...)
 }
 
@@ -480,68 +479,28 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 		}
 		st.unreadable = false
 	}
-	for n < maxRecords {
-		if st.until >= 0 && st.pos.Offset >= st.until {
-			return dst, n, false, nil
+	c := lineRead{source: d.name, format: d.cfg.Format, maxLine: d.cfg.MaxLineBytes, decoders: d.json,
+		arrival: arrival, idx: idx, bound: bound, newCSV: d.newCSV}
+	dst, n, stop, err := st.read(&c, dst, maxRecords)
+	switch {
+	case stop == stopErr:
+		d.readError(st, err)
+	case err != nil:
+		return dst, n, false, err
+	case stop == stopNoLine && st.r.done:
+		if st.compressed {
+			st.pos.Done = true
 		}
-		payload, off, length, ok, err := st.r.next()
-		if err != nil {
-			d.readError(st, err)
-			break
-		}
-		if !ok {
-			if st.r.done {
-				if st.compressed {
-					st.pos.Done = true
-				}
-				st.close()
-			} else if !st.r.pending() && !d.cfg.Once {
-				st.size = max(st.size, st.r.readOffset())
-				st.close() // caught up: free the descriptor until the file grows
-			}
-			break
-		}
-		if d.cfg.Format == FormatCSV && st.dec == nil {
-			st.pos.Header = slices.Clone(payload)
-			st.pos.Offset = st.r.off
-			if err := d.csvDecoder(st); err != nil {
-				return dst, n, false, err
-			}
-			continue
-		}
-		// Decode in place: a local Record passed to an interface method would escape.
-		dst = append(dst, tidemark.Record{Source: d.name, File: st.pos.Path, Offset: off, Payload: payload, Arrival: arrival})
-		rec := &dst[len(dst)-1]
-		if length > int64(d.cfg.MaxLineBytes) {
-			rec.Reason = tidemark.ReasonLineTooLong
-			rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", length, d.cfg.MaxLineBytes)
-		} else {
-			d.decoder(st).Decode(rec)
-		}
-		n++
-		st.pos.Offset = st.r.off
-		st.pos.saw(rec, arrival)
-		if bound.less(keyOf(&st.pos, idx)) {
-			return dst, n, true, nil // another file lags now
-		}
+		st.close()
+	case stop == stopNoLine && !st.r.pending() && !d.cfg.Once:
+		st.size = max(st.size, st.r.readOffset())
+		st.close() // caught up: free the descriptor until the file grows
 	}
-	return dst, n, n >= maxRecords, nil
+	return dst, n, stop == stopMore, nil
 }
 
-func (d *Dir) decoder(st *fileState) Decoder {
-	if st.dec != nil {
-		return st.dec
-	}
-	return d.json
-}
-
-func (d *Dir) csvDecoder(st *fileState) error {
-	dec, err := NewCSVDecoder(d.cfg.DecoderConfig, st.pos.Header)
-	if err != nil {
-		return err
-	}
-	st.dec = dec
-	return nil
+func (d *Dir) newCSV(header []byte) (Decoder, error) {
+	return NewCSVDecoder(d.cfg.DecoderConfig, header)
 }
 
 // readError handles a failed read. A compressed file still being written
@@ -614,8 +573,8 @@ func (d *Dir) openReader(st *fileState) error {
 		// 8 MiB of read buffers among them.
 		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
 	}
-	if d.cfg.Format == FormatCSV && st.dec == nil && st.pos.Header != nil {
-		return d.csvDecoder(st)
+	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
+		return st.csvFrom(&lineRead{newCSV: d.newCSV})
 	}
 	return nil
 }

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/parquet-go/parquet-go"
+	"github.com/klauspost/compress/s2"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/lz4"
+	"github.com/parquet-go/parquet-go/compress/snappy"
 )
 
 // PayloadCodec is the Parquet compression of the payload column of
@@ -41,10 +42,21 @@ func ParsePayloadCodec(s string) (PayloadCodec, error) {
 // parquet-go's default for it is the high-compression one, ~10x slower.
 var lz4Fastest = lz4.Codec{Level: lz4.Fastest}
 
+// snappyFast is SNAPPY written with s2's fast snappy-compatible encoder:
+// parquet-go's snappy codec uses the "better" one, which costs ~1.7x the
+// time for ~6% smaller pages. The output is plain snappy blocks either way.
+type snappyFast struct{ snappy.Codec }
+
+func (snappyFast) Encode(dst, src []byte) ([]byte, error) {
+	return s2.EncodeSnappy(dst[:cap(dst)], src), nil
+}
+
+var snappyCodec snappyFast
+
 func (c PayloadCodec) codec() compress.Codec {
 	switch c {
 	case PayloadSnappy:
-		return &parquet.Snappy
+		return &snappyCodec
 	case PayloadLZ4Raw:
 		return &lz4Fastest
 	}
@@ -71,7 +83,7 @@ func payloadCodecFor(asked PayloadCodec, recorded map[string]string, exists bool
 		return asked, nil
 	}
 	had := PayloadZstd
-	if s, ok := recorded[confCodec]; ok {
+	if s := recorded[confCodec]; s != "" {
 		c, err := ParsePayloadCodec(s)
 		if err != nil {
 			return "", fmt.Errorf("table configuration %s: %w", confCodec, err)
