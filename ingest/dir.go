@@ -19,7 +19,7 @@ import (
 	"tidemark"
 )
 
-// Dir is a local directory source: every regular file under the root
+// DirSource is a local directory source: every regular file under the root
 // (subdirectories too; names starting with "." are skipped), optionally
 // filtered by a glob, each file front to back, the files event-time
 // aligned (align.go: the file whose event time lags is read first, ties in
@@ -35,10 +35,10 @@ import (
 // full rescan (the backstop for lost events), or by the rescan alone with
 // PollOnly.
 //
-// A Dir is used by one goroutine at a time (Read, Wait and Position are not
+// A DirSource is used by one goroutine at a time (Read, Wait and Position are not
 // synchronised). A file deleted while it still had unread lines is dropped
 // with them.
-type Dir struct {
+type DirSource struct {
 	name    string
 	root    string
 	pattern string // glob on the relative path ("/" in it) or on the base name
@@ -65,8 +65,8 @@ type Dir struct {
 }
 
 var (
-	_ Source = (*Dir)(nil)
-	_ Waiter = (*Dir)(nil)
+	_ Source = (*DirSource)(nil)
+	_ Waiter = (*DirSource)(nil)
 )
 
 // fileState is one tracked file.
@@ -87,7 +87,7 @@ type fileState struct {
 	unreadable bool
 }
 
-func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*Dir, error) {
+func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*DirSource, error) {
 	root, pattern, err := splitSpec(spec)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real // the root the user named is followed; links under it obey symlink.go
 	}
-	d := &Dir{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
+	d := &DirSource{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
 		linked: map[string]string{}, warned: map[string]bool{}}
 	d.single = pattern != "" && !strings.ContainsAny(spec, "*?[")
 	if cfg.Format != FormatCSV {
@@ -171,9 +171,9 @@ func splitSpec(spec string) (root, pattern string, err error) {
 	return root, pattern, nil
 }
 
-func (d *Dir) abs(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
+func (d *DirSource) abs(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
 
-func (d *Dir) match(rel string) bool {
+func (d *DirSource) match(rel string) bool {
 	if d.pattern == "" {
 		return true
 	}
@@ -188,7 +188,7 @@ func (d *Dir) match(rel string) bool {
 // list walks the tree and returns its matching regular files. In tailing
 // mode it also watches every directory it sees. Symbolic links follow the
 // rules of followLink (symlink.go).
-func (d *Dir) list() (map[string]fs.FileInfo, error) {
+func (d *DirSource) list() (map[string]fs.FileInfo, error) {
 	w := &walk{out: map[string]fs.FileInfo{}, seen: map[string]bool{}, dirs: map[[2]uint64]bool{}}
 	clear(d.linked)
 	if !d.cfg.FollowSymlinks {
@@ -210,7 +210,7 @@ func (d *Dir) list() (map[string]fs.FileInfo, error) {
 
 // walkDir walks the real directory dir, whose files are named prefix/... in
 // the source (prefix is "" for the root, or the path of a followed link).
-func (d *Dir) walkDir(w *walk, dir, prefix string) error {
+func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
 	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if p != dir && errors.Is(err, fs.ErrNotExist) {
@@ -266,7 +266,7 @@ func isCompressed(rel string) bool {
 	return ext == ".gz" || ext == ".zst"
 }
 
-func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
+func (d *DirSource) newState(rel string, fi fs.FileInfo) *fileState {
 	dev, ino := fileID(fi)
 	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1}
 	st.until = -1
@@ -278,17 +278,17 @@ func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
 	return st
 }
 
-func (d *Dir) reorder() {
+func (d *DirSource) reorder() {
 	d.order = slices.AppendSeq(d.order[:0], maps.Keys(d.files))
 	slices.Sort(d.order)
 }
 
 // Name implements Source.
-func (d *Dir) Name() string { return d.name }
+func (d *DirSource) Name() string { return d.name }
 
 // Position implements Source. Files are listed in path order, each with
 // whether it holds the source's watermark back now (FilePosition.Hold).
-func (d *Dir) Position() Position {
+func (d *DirSource) Position() Position {
 	now := d.cfg.Clock().UnixMicro()
 	return positionOf(d.order, func(rel string) FilePosition {
 		st := d.files[rel]
@@ -300,7 +300,7 @@ func (d *Dir) Position() Position {
 
 // Exhausted implements Source: with Once, every file present at Open has
 // been read up to its size then. A tailing source is never exhausted.
-func (d *Dir) Exhausted() bool {
+func (d *DirSource) Exhausted() bool {
 	if !d.cfg.Once {
 		return false
 	}
@@ -315,7 +315,7 @@ func (d *Dir) Exhausted() bool {
 // finished reports whether a file can give no more records: an immutable
 // one read to its end, one read to its size at Open (Once), or one at its
 // Limit.
-func (d *Dir) finished(st *fileState) bool {
+func (d *DirSource) finished(st *fileState) bool {
 	return st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed ||
 		st.until >= 0 && st.pos.Offset >= st.until || d.cfg.Once && st.unreadable
 }
@@ -323,7 +323,7 @@ func (d *Dir) finished(st *fileState) bool {
 // unread reports whether a file is known to hold bytes not read yet (a
 // partial last line still being written does not count: it is read to its
 // end, waiting).
-func (d *Dir) unread(st *fileState) bool {
+func (d *DirSource) unread(st *fileState) bool {
 	switch {
 	case d.finished(st) || st.unreadable:
 		return false
@@ -337,7 +337,7 @@ func (d *Dir) unread(st *fileState) bool {
 // replayed: no record at or past a file's offset in end is returned, and
 // files not in end give none. With the same bounds the aligned reading
 // takes the batch's records in the order of the first time.
-func (d *Dir) Limit(end Position) {
+func (d *DirSource) Limit(end Position) {
 	d.until = make(map[[2]uint64]int64, len(end.Files))
 	for _, p := range end.Files {
 		d.until[[2]uint64{p.Dev, p.Inode}] = p.Offset
@@ -348,7 +348,7 @@ func (d *Dir) Limit(end Position) {
 }
 
 // Close implements Source.
-func (d *Dir) Close() error {
+func (d *DirSource) Close() error {
 	if d.closed {
 		return nil
 	}
@@ -374,7 +374,7 @@ func (st *fileState) close() error {
 }
 
 // Read implements Source.
-func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) ([]tidemark.Record, error) {
+func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) ([]tidemark.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
@@ -429,7 +429,7 @@ func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) (
 // from the unread bytes of the files at their last stat, so the batch is
 // allocated once instead of growing by copies (a Record is ~150 bytes). A
 // compressed file counts as maxRecords.
-func (d *Dir) expect(maxRecords int) int {
+func (d *DirSource) expect(maxRecords int) int {
 	const minLine = 64 // bytes; shorter lines only cost a regrowth
 	var unread int64
 	for _, rel := range d.order {
@@ -457,7 +457,7 @@ func (d *Dir) expect(maxRecords int) int {
 // file lags now). more reports that it stopped for max or bound, not for
 // lack of data. Payloads point into the line reader's buffers, which are
 // never overwritten (stable), so they are not copied.
-func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
+func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
 	if d.finished(st) {
 		if st.r != nil {
 			st.close() // read to its end: free the descriptor and the read buffer
@@ -499,14 +499,14 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 	return dst, n, stop == stopMore, nil
 }
 
-func (d *Dir) newCSV(header []byte) (Decoder, error) {
+func (d *DirSource) newCSV(header []byte) (Decoder, error) {
 	return NewCSVDecoder(d.cfg.DecoderConfig, header)
 }
 
 // readError handles a failed read. A compressed file still being written
 // ends early: in tailing mode it is retried from the position later. Any
 // other error is logged and the file is left as read so far.
-func (d *Dir) readError(st *fileState, err error) {
+func (d *DirSource) readError(st *fileState, err error) {
 	if st.compressed && errors.Is(err, io.ErrUnexpectedEOF) && !d.cfg.Once {
 		st.failedSize = st.size
 		st.close()
@@ -523,7 +523,7 @@ func (d *Dir) readError(st *fileState, err error) {
 
 // openReader opens a file at its position, checking it is still the file
 // the state describes.
-func (d *Dir) openReader(st *fileState) error {
+func (d *DirSource) openReader(st *fileState) error {
 	f, err := os.Open(d.abs(st.pos.Path))
 	if err != nil {
 		return err

@@ -239,7 +239,7 @@ func (o *s3Object) finished() bool {
 }
 
 // Limit bounds the source at end, the logged end of a batch being
-// replayed (see Dir.Limit).
+// replayed (see DirSource.Limit).
 func (s *s3Source) Limit(end Position) {
 	s.until = make(map[string]int64, len(end.Files))
 	for _, p := range end.Files {
