@@ -52,7 +52,15 @@ type colBuf struct {
 	n      int // values set in this chunk
 }
 
-func newColBuf(c column) *colBuf {
+// newColBuf returns an empty chunk buffer for column i of t: one a finished
+// writer of the table gave back, or a new one. Buffers are kept per table
+// column (sync.Pool), so a writer per event hour per batch does not allocate
+// and zero its megabytes of chunk buffers again each time.
+func newColBuf(t *table, i int) *colBuf {
+	if b, ok := t.bufs[i].Get().(*colBuf); ok {
+		return b
+	}
+	c := t.cols[i]
 	b := &colBuf{}
 	switch c.kind {
 	case kindTimestamp, kindLong:
@@ -150,7 +158,7 @@ func newFileWriter(t *table) (*fileWriter, error) {
 		return nil, fmt.Errorf("create temp data file: %w", err)
 	}
 	sch := t.parquetSchema()
-	w := &fileWriter{t: t, tmp: tmp, buf: bufio.NewWriterSize(tmp, 1<<20)}
+	w := &fileWriter{t: t, tmp: tmp, buf: fileBuffer(tmp)}
 	w.pw = parquet.NewWriter(w.buf, writerOptions(t, sch)...)
 	n := len(t.cols)
 	w.leaf = make([]int, n)
@@ -168,7 +176,7 @@ func newFileWriter(t *table) (*fileWriter, error) {
 		w.leaf[i] = lc.ColumnIndex
 		w.def[i] = lc.MaxDefinitionLevel
 		w.stats[i].kind = c.kind
-		w.cols[i] = newColBuf(c)
+		w.cols[i] = newColBuf(t, i)
 		w.free[i] = make(chan *colBuf, maxColBufs)
 		w.nbuf[i] = 1
 	}
@@ -196,7 +204,8 @@ func (w *fileWriter) newRowGroup() *rgWriter {
 // reports the error at the next barrier.
 func (w *fileWriter) work(g *rgWriter, i int) {
 	var err error
-	var vals []parquet.Value
+	vals := getValues()
+	defer func() { putValues(vals) }()
 	for j := range g.jobs[i] {
 		if j.buf != nil {
 			if err == nil {
@@ -210,6 +219,52 @@ func (w *fileWriter) work(g *rgWriter, i int) {
 			err = g.cw[i].Flush()
 		}
 		g.acks <- colAck{i, err}
+	}
+}
+
+// recycle gives the writer's chunk buffers back to the table once its
+// workers are stopped (they are all in cols or the free lists then).
+func (w *fileWriter) recycle() {
+	for i, b := range w.cols {
+		if b == nil {
+			continue
+		}
+		b.reset()
+		w.t.bufs[i].Put(b)
+		w.cols[i] = nil
+		for len(w.free[i]) > 0 {
+			w.t.bufs[i].Put(<-w.free[i])
+		}
+	}
+}
+
+// fileBuffers are the temp files' write buffers, reused like the chunk
+// buffers.
+var fileBuffers sync.Pool
+
+func fileBuffer(f *os.File) *bufio.Writer {
+	if b, ok := fileBuffers.Get().(*bufio.Writer); ok {
+		b.Reset(f)
+		return b
+	}
+	return bufio.NewWriterSize(f, 1<<20)
+}
+
+// values is the workers' scratch of parquet values, reused like the
+// chunk buffers.
+var values sync.Pool
+
+func getValues() []parquet.Value {
+	if v, ok := values.Get().(*[]parquet.Value); ok {
+		return *v
+	}
+	return nil
+}
+
+func putValues(v []parquet.Value) {
+	if cap(v) > 0 {
+		v = v[:0]
+		values.Put(&v)
 	}
 }
 
@@ -334,7 +389,7 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			case w.cols[i] = <-w.free[i]:
 			default:
 				if w.nbuf[i] < maxColBufs {
-					w.cols[i] = newColBuf(w.t.cols[i])
+					w.cols[i] = newColBuf(w.t, i)
 					w.nbuf[i]++
 				} else {
 					w.cols[i] = <-w.free[i]
@@ -588,6 +643,12 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 // than once.
 func (w *fileWriter) abort() {
 	w.stop()
+	w.recycle()
+	if w.buf != nil {
+		w.buf.Reset(nil)
+		fileBuffers.Put(w.buf)
+		w.buf = nil
+	}
 	if w.tmp == nil {
 		return
 	}
