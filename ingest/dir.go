@@ -479,8 +479,8 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 		}
 		st.unreadable = false
 	}
-	c := lineRead{source: d.name, format: d.cfg.Format, maxLine: d.cfg.MaxLineBytes, decoders: d.json,
-		arrival: arrival, idx: idx, bound: bound, newCSV: d.newCSV}
+	c := lineRead{source: d.name, cfg: &d.cfg.DecoderConfig, decoders: d.json,
+		arrival: arrival, idx: idx, bound: bound}
 	dst, n, stop, err := st.read(&c, dst, maxRecords)
 	switch {
 	case stop == stopErr:
@@ -574,7 +574,7 @@ func (d *DirSource) openReader(st *fileState) error {
 		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
 	}
 	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
-		return st.csvFrom(&lineRead{newCSV: d.newCSV})
+		return st.csvFrom(&d.cfg.DecoderConfig)
 	}
 	return nil
 }

@@ -48,17 +48,14 @@ type cutLine struct {
 // lineRead says how to turn one input's lines into records.
 type lineRead struct {
 	source   string
-	format   string
-	maxLine  int
-	decoders []Decoder // NDJSON: the source's, one per worker
+	cfg      *DecoderConfig // format, line limit; CSV decoders are made from it
+	decoders []Decoder      // NDJSON: the source's, one per worker
 	arrival  int64
 	idx      int      // the input's index in path order (alignment ties)
 	bound    alignKey // stop once the input's key passes it
 	// copy, if set, copies a payload out of the reader's buffer (a reader
 	// that is not stable); nil keeps it in place.
 	copy func([]byte) []byte
-	// newCSV makes a CSV decoder from the header line.
-	newCSV func(header []byte) (Decoder, error)
 }
 
 // lineStop says why read returned.
@@ -71,15 +68,17 @@ const (
 	stopErr                    // the reader failed; the error is returned
 )
 
-// Chunk sizes, in lines. Decoding goes parallel from parallelLines up.
-const (
-	firstChunk    = 64
-	maxChunk      = 4096
-	parallelLines = 256
+// Chunk sizes, in lines (variables so a test can read line by line).
+// Decoding goes parallel from parallelLines up.
+var (
+	firstChunk = 64
+	maxChunk   = 4096
 )
 
+const parallelLines = 256
+
 // decodeWorkers is how many decoders a source uses at once.
-func decodeWorkers() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
+var decodeWorkers = func() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
 
 // drop forgets the reader and what was cut from it; the position is kept,
 // and reading starts again from it.
@@ -116,10 +115,10 @@ func (in *lineInput) read(c *lineRead, dst []tidemark.Record, maxRecords int) (_
 			// Decoded in place: a local passed to the interface call would
 			// escape, one allocation per record.
 			dst = append(dst, tidemark.Record{Source: c.source, File: in.pos.Path, Offset: l.off, Payload: l.payload, Arrival: c.arrival})
-			if l.length > int64(c.maxLine) {
+			if l.length > int64(c.cfg.MaxLineBytes) {
 				rec := &dst[len(dst)-1]
 				rec.Reason = tidemark.ReasonLineTooLong
-				rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", l.length, c.maxLine)
+				rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", l.length, c.cfg.MaxLineBytes)
 			}
 		}
 		decoders := c.decoders
@@ -185,11 +184,11 @@ func (in *lineInput) cut(c *lineRead, want int) (lineStop, error) {
 			return stopNoLine, nil
 		}
 		next = in.r.off
-		if c.format == FormatCSV && in.csv == nil {
+		if c.cfg.Format == FormatCSV && in.csv == nil {
 			// The header: the first line, taken at once.
 			in.pos.Header = slices.Clone(payload)
 			in.pos.Offset = next
-			if err := in.csvFrom(c); err != nil {
+			if err := in.csvFrom(c.cfg); err != nil {
 				return stopMore, err // fatal: not a read error
 			}
 			continue
@@ -203,10 +202,10 @@ func (in *lineInput) cut(c *lineRead, want int) (lineStop, error) {
 }
 
 // csvFrom makes the input's CSV decoders from its header.
-func (in *lineInput) csvFrom(c *lineRead) error {
+func (in *lineInput) csvFrom(cfg *DecoderConfig) error {
 	decs := make([]Decoder, decodeWorkers())
 	for i := range decs {
-		dec, err := c.newCSV(in.pos.Header)
+		dec, err := NewCSVDecoder(*cfg, in.pos.Header)
 		if err != nil {
 			return err
 		}

@@ -58,8 +58,8 @@ func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int
 			return dst, 0, false, nil
 		}
 	}
-	c := lineRead{source: s.name, format: s.cfg.Format, maxLine: s.cfg.MaxLineBytes, decoders: s.json,
-		arrival: arrival, idx: idx, bound: bound, copy: a.copy, newCSV: s.newCSV}
+	c := lineRead{source: s.name, cfg: &s.cfg.DecoderConfig, decoders: s.json,
+		arrival: arrival, idx: idx, bound: bound, copy: a.copy}
 	dst, n, stop, err := o.read(&c, dst, maxRecords)
 	if n > 0 {
 		o.readFails = 0
@@ -143,7 +143,7 @@ func (s *s3Source) openObject(o *s3Object) error {
 	}
 	o.r = newLineReader(src, o.pos.Offset, true, s.cfg.Format, s.cfg.MaxLineBytes)
 	if s.cfg.Format == FormatCSV && o.pos.Header != nil {
-		return o.csvFrom(&lineRead{newCSV: s.newCSV})
+		return o.csvFrom(&s.cfg.DecoderConfig)
 	}
 	return nil
 }
