@@ -47,8 +47,10 @@ type DirSource struct {
 	files map[string]*fileState // by relative path
 	order []string              // relative paths, sorted
 	json  []Decoder             // NDJSON: one per decoding worker
-	queue alignQueue            // files a Read may take records from
-	keys  []alignKey
+	// scratch holds the lines cut from the file being read (lineRead.scratch).
+	scratch []cutLine
+	queue   alignQueue // files a Read may take records from
+	keys    []alignKey
 	// until, during the replay of a logged batch (Limit), bounds each
 	// file by identity: records at or past the offset are not returned,
 	// and a file not in it gives none. nil otherwise.
@@ -480,7 +482,7 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 		st.unreadable = false
 	}
 	c := lineRead{source: d.name, cfg: &d.cfg.DecoderConfig, decoders: d.json,
-		arrival: arrival, idx: idx, bound: bound}
+		arrival: arrival, idx: idx, bound: bound, scratch: &d.scratch}
 	dst, n, stop, err := st.read(&c, dst, maxRecords)
 	switch {
 	case stop == stopErr:

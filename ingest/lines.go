@@ -56,6 +56,10 @@ type lineRead struct {
 	// copy, if set, copies a payload out of the reader's buffer (a reader
 	// that is not stable); nil keeps it in place.
 	copy func([]byte) []byte
+	// scratch is the source's buffer of cut lines, lent to the input
+	// being read: an input keeps its own copy only of lines left ahead,
+	// so 50 files do not each hold a chunk's worth.
+	scratch *[]cutLine
 }
 
 // lineStop says why read returned.
@@ -92,6 +96,20 @@ func (in *lineInput) drop() {
 // input's alignment key past c.bound. A non-nil error with another stop
 // is fatal (a CSV header no decoder can be made from).
 func (in *lineInput) read(c *lineRead, dst []tidemark.Record, maxRecords int) (_ []tidemark.Record, n int, stop lineStop, err error) {
+	if len(in.ahead) == 0 && c.scratch != nil {
+		buf := (*c.scratch)[:0]
+		in.ahead = buf
+		defer func() {
+			switch {
+			case len(in.ahead) > 0:
+				in.ahead = slices.Clone(in.ahead) // the scratch is the next input's
+			case cap(in.ahead) > cap(buf):
+				*c.scratch, in.ahead = in.ahead[:0], nil // grown: keep the larger one
+			default:
+				in.ahead = nil
+			}
+		}()
+	}
 	for n < maxRecords {
 		if len(in.ahead) == 0 {
 			if in.err != nil {
@@ -136,6 +154,7 @@ func (in *lineInput) read(c *lineRead, dst []tidemark.Record, maxRecords int) (_
 				break
 			}
 		}
+		clear(dst[base+taken : base+k]) // decoded, not taken: hold no buffers
 		dst = dst[:base+taken]
 		if taken == len(in.ahead) {
 			in.ahead = in.ahead[:0]

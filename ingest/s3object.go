@@ -59,7 +59,7 @@ func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int
 		}
 	}
 	c := lineRead{source: s.name, cfg: &s.cfg.DecoderConfig, decoders: s.json,
-		arrival: arrival, idx: idx, bound: bound, copy: a.copy}
+		arrival: arrival, idx: idx, bound: bound, scratch: &s.scratch, copy: a.copy}
 	dst, n, stop, err := o.read(&c, dst, maxRecords)
 	if n > 0 {
 		o.readFails = 0

@@ -55,6 +55,7 @@ type s3Source struct {
 	objects map[string]*s3Object // by key relative to the prefix
 	order   []string             // relative keys, sorted
 	json    []Decoder            // NDJSON: one per decoding worker
+	scratch []cutLine            // lines cut from the object being read (lineRead.scratch)
 	queue   alignQueue
 	keys    []alignKey
 	until   map[string]int64 // Limit: by key+"\x00"+ETag; nil = no bound

@@ -52,14 +52,10 @@ type colBuf struct {
 	n      int // values set in this chunk
 }
 
-// newColBuf returns an empty chunk buffer for column i of t: one a finished
-// writer of the table gave back, or a new one. Buffers are kept per table
-// column (sync.Pool), so a writer per event hour per batch does not allocate
-// and zero its megabytes of chunk buffers again each time.
+// newColBuf returns an empty chunk buffer for column i of t. (Reusing them
+// across files through a pool cut allocation but kept ~15 MB more live
+// between batches: BenchmarkLongRunMemory got worse, so they are not.)
 func newColBuf(t *table, i int) *colBuf {
-	if b, ok := t.bufs[i].Get().(*colBuf); ok {
-		return b
-	}
 	c := t.cols[i]
 	b := &colBuf{}
 	switch c.kind {
@@ -158,7 +154,7 @@ func newFileWriter(t *table) (*fileWriter, error) {
 		return nil, fmt.Errorf("create temp data file: %w", err)
 	}
 	sch := t.parquetSchema()
-	w := &fileWriter{t: t, tmp: tmp, buf: fileBuffer(tmp)}
+	w := &fileWriter{t: t, tmp: tmp, buf: bufio.NewWriterSize(tmp, 1<<20)}
 	w.pw = parquet.NewWriter(w.buf, writerOptions(t, sch)...)
 	n := len(t.cols)
 	w.leaf = make([]int, n)
@@ -204,12 +200,12 @@ func (w *fileWriter) newRowGroup() *rgWriter {
 // reports the error at the next barrier.
 func (w *fileWriter) work(g *rgWriter, i int) {
 	var err error
-	vals := getValues()
-	defer func() { putValues(vals) }()
+	vals := make([]parquet.Value, 0, valueRows)
 	for j := range g.jobs[i] {
 		if j.buf != nil {
-			if err == nil {
-				vals, err = w.writeColumn(g.cw[i], &g.stats[i], i, j.buf, vals)
+			for lo := 0; lo < j.buf.n && err == nil; lo += valueRows {
+				part := j.buf.part(lo, min(j.buf.n, lo+valueRows))
+				vals, err = w.writeColumn(g.cw[i], &g.stats[i], i, &part, vals)
 			}
 			j.buf.reset()
 			w.free[i] <- j.buf
@@ -222,50 +218,28 @@ func (w *fileWriter) work(g *rgWriter, i int) {
 	}
 }
 
-// recycle gives the writer's chunk buffers back to the table once its
-// workers are stopped (they are all in cols or the free lists then).
-func (w *fileWriter) recycle() {
-	for i, b := range w.cols {
-		if b == nil {
-			continue
-		}
-		b.reset()
-		w.t.bufs[i].Put(b)
-		w.cols[i] = nil
-		for len(w.free[i]) > 0 {
-			w.t.bufs[i].Put(<-w.free[i])
-		}
+// valueRows is how many values of a chunk a worker turns into parquet
+// values and hands to parquet-go at a time: its scratch stays small
+// (24 KiB), where a whole chunk's took 384 KiB per column and row group.
+const valueRows = 1024
+
+// part is rows lo to hi of the chunk, sharing its slices.
+func (b *colBuf) part(lo, hi int) colBuf {
+	p := colBuf{n: hi - lo}
+	switch {
+	case len(b.ints) > 0:
+		p.ints = b.ints[lo:hi]
+	case len(b.floats) > 0:
+		p.floats = b.floats[lo:hi]
+	case len(b.bools) > 0:
+		p.bools = b.bools[lo:hi]
+	case len(b.bytes) > 0:
+		p.bytes = b.bytes[lo:hi]
 	}
-}
-
-// fileBuffers are the temp files' write buffers, reused like the chunk
-// buffers.
-var fileBuffers sync.Pool
-
-func fileBuffer(f *os.File) *bufio.Writer {
-	if b, ok := fileBuffers.Get().(*bufio.Writer); ok {
-		b.Reset(f)
-		return b
+	if len(b.null) > 0 {
+		p.null = b.null[lo:hi]
 	}
-	return bufio.NewWriterSize(f, 1<<20)
-}
-
-// values is the workers' scratch of parquet values, reused like the
-// chunk buffers.
-var values sync.Pool
-
-func getValues() []parquet.Value {
-	if v, ok := values.Get().(*[]parquet.Value); ok {
-		return *v
-	}
-	return nil
-}
-
-func putValues(v []parquet.Value) {
-	if cap(v) > 0 {
-		v = v[:0]
-		values.Put(&v)
-	}
+	return p
 }
 
 func (b *colBuf) reset() {
@@ -643,12 +617,6 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 // than once.
 func (w *fileWriter) abort() {
 	w.stop()
-	w.recycle()
-	if w.buf != nil {
-		w.buf.Reset(nil)
-		fileBuffers.Put(w.buf)
-		w.buf = nil
-	}
 	if w.tmp == nil {
 		return
 	}

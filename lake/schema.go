@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -95,12 +94,10 @@ type table struct {
 	// payload is the codec of the payload column (column.payload), which
 	// holds most of a raw table's bytes; zstd unless the lake says otherwise.
 	payload PayloadCodec
-	bufs    []sync.Pool // by column: the writers' emptied *colBuf
 }
 
 func newTable(name string, partCols []string, cols ...column) *table {
-	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: &zstd.Codec{Level: zstd.SpeedFastest}, payload: PayloadZstd,
-		bufs: make([]sync.Pool, len(cols))}
+	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: &zstd.Codec{Level: zstd.SpeedFastest}, payload: PayloadZstd}
 	for i, c := range cols {
 		t.index[c.name] = i
 	}
