@@ -161,6 +161,6 @@ func (q alignQueue) down(i int) {
 }
 
 var (
-	_ Limiter = (*Dir)(nil)
+	_ Limiter = (*DirSource)(nil)
 	_ Limiter = (*s3Source)(nil)
 )

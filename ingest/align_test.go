@@ -46,7 +46,7 @@ func TestFrontierLiveFiles(t *testing.T) {
 	now := fixedNow
 	cfg := SourceConfig{Clock: func() time.Time { return now }, PollOnly: true, Rescan: time.Hour, IdleTimeout: time.Minute}
 	s := openTest(t, dir, cfg, Position{})
-	d := s.(*Dir)
+	d := s.(*DirSource)
 	ctx := context.Background()
 	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
 	read := func() string {

@@ -20,12 +20,12 @@ type FileSize struct {
 }
 
 var (
-	_ Sizer = (*Dir)(nil)
+	_ Sizer = (*DirSource)(nil)
 	_ Sizer = (*s3Source)(nil)
 )
 
 // Sizes implements Sizer, in path order.
-func (d *Dir) Sizes() []FileSize {
+func (d *DirSource) Sizes() []FileSize {
 	out := make([]FileSize, 0, len(d.order))
 	for _, rel := range d.order {
 		st := d.files[rel]

@@ -19,7 +19,7 @@ import (
 	"tidemark"
 )
 
-// Dir is a local directory source: every regular file under the root
+// DirSource is a local directory source: every regular file under the root
 // (subdirectories too; names starting with "." are skipped), optionally
 // filtered by a glob, each file front to back, the files event-time
 // aligned (align.go: the file whose event time lags is read first, ties in
@@ -35,10 +35,10 @@ import (
 // full rescan (the backstop for lost events), or by the rescan alone with
 // PollOnly.
 //
-// A Dir is used by one goroutine at a time (Read, Wait and Position are not
+// A DirSource is used by one goroutine at a time (Read, Wait and Position are not
 // synchronised). A file deleted while it still had unread lines is dropped
 // with them.
-type Dir struct {
+type DirSource struct {
 	name    string
 	root    string
 	pattern string // glob on the relative path ("/" in it) or on the base name
@@ -46,9 +46,11 @@ type Dir struct {
 
 	files map[string]*fileState // by relative path
 	order []string              // relative paths, sorted
-	json  *NDJSONDecoder
-	queue alignQueue // files a Read may take records from
-	keys  []alignKey
+	json  []Decoder             // NDJSON: one per decoding worker
+	// scratch holds the lines cut from the file being read (lineRead.scratch).
+	scratch []cutLine
+	queue   alignQueue // files a Read may take records from
+	keys    []alignKey
 	// until, during the replay of a logged batch (Limit), bounds each
 	// file by identity: records at or past the offset are not returned,
 	// and a file not in it gives none. nil otherwise.
@@ -65,23 +67,20 @@ type Dir struct {
 }
 
 var (
-	_ Source = (*Dir)(nil)
-	_ Waiter = (*Dir)(nil)
+	_ Source = (*DirSource)(nil)
+	_ Waiter = (*DirSource)(nil)
 )
 
 // fileState is one tracked file.
 type fileState struct {
-	pos        FilePosition
+	lineInput        // position, line reader, Limit bound
 	size       int64 // raw size at the last stat
 	limit      int64 // Once: raw bytes present at Open; -1 = no limit
 	compressed bool
-	r          *lineReader
 	closers    []io.Closer
-	dec        Decoder
 	// failedSize is the raw size of a compressed file when it last ended
 	// early (still being written); it is retried only once it changes.
 	failedSize int64
-	until      int64 // Limit: no record at or past this offset; -1 = no bound
 	// unreadable: the last open failed. It is retried, but its bytes do
 	// not count as unread data meanwhile (it holds the watermark only as a
 	// live file read to its end would, until --idle-timeout): a file that
@@ -90,7 +89,7 @@ type fileState struct {
 	unreadable bool
 }
 
-func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*Dir, error) {
+func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*DirSource, error) {
 	root, pattern, err := splitSpec(spec)
 	if err != nil {
 		return nil, err
@@ -98,11 +97,11 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real // the root the user named is followed; links under it obey symlink.go
 	}
-	d := &Dir{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
+	d := &DirSource{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
 		linked: map[string]string{}, warned: map[string]bool{}}
 	d.single = pattern != "" && !strings.ContainsAny(spec, "*?[")
 	if cfg.Format != FormatCSV {
-		if d.json, err = NewNDJSONDecoder(cfg.DecoderConfig); err != nil {
+		if d.json, err = ndjsonDecoders(cfg.DecoderConfig); err != nil {
 			return nil, err
 		}
 	}
@@ -174,9 +173,9 @@ func splitSpec(spec string) (root, pattern string, err error) {
 	return root, pattern, nil
 }
 
-func (d *Dir) abs(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
+func (d *DirSource) abs(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
 
-func (d *Dir) match(rel string) bool {
+func (d *DirSource) match(rel string) bool {
 	if d.pattern == "" {
 		return true
 	}
@@ -191,7 +190,7 @@ func (d *Dir) match(rel string) bool {
 // list walks the tree and returns its matching regular files. In tailing
 // mode it also watches every directory it sees. Symbolic links follow the
 // rules of followLink (symlink.go).
-func (d *Dir) list() (map[string]fs.FileInfo, error) {
+func (d *DirSource) list() (map[string]fs.FileInfo, error) {
 	w := &walk{out: map[string]fs.FileInfo{}, seen: map[string]bool{}, dirs: map[[2]uint64]bool{}}
 	clear(d.linked)
 	if !d.cfg.FollowSymlinks {
@@ -213,7 +212,7 @@ func (d *Dir) list() (map[string]fs.FileInfo, error) {
 
 // walkDir walks the real directory dir, whose files are named prefix/... in
 // the source (prefix is "" for the root, or the path of a followed link).
-func (d *Dir) walkDir(w *walk, dir, prefix string) error {
+func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
 	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if p != dir && errors.Is(err, fs.ErrNotExist) {
@@ -269,9 +268,10 @@ func isCompressed(rel string) bool {
 	return ext == ".gz" || ext == ".zst"
 }
 
-func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
+func (d *DirSource) newState(rel string, fi fs.FileInfo) *fileState {
 	dev, ino := fileID(fi)
-	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1, until: -1}
+	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1}
+	st.until = -1
 	st.pos = FilePosition{Path: rel, Dev: dev, Inode: ino}
 	st.pos.Hash, st.pos.HashLen = fingerprint(d.abs(rel), 0)
 	if d.until != nil {
@@ -280,17 +280,17 @@ func (d *Dir) newState(rel string, fi fs.FileInfo) *fileState {
 	return st
 }
 
-func (d *Dir) reorder() {
+func (d *DirSource) reorder() {
 	d.order = slices.AppendSeq(d.order[:0], maps.Keys(d.files))
 	slices.Sort(d.order)
 }
 
 // Name implements Source.
-func (d *Dir) Name() string { return d.name }
+func (d *DirSource) Name() string { return d.name }
 
 // Position implements Source. Files are listed in path order, each with
 // whether it holds the source's watermark back now (FilePosition.Hold).
-func (d *Dir) Position() Position {
+func (d *DirSource) Position() Position {
 	now := d.cfg.Clock().UnixMicro()
 	return positionOf(d.order, func(rel string) FilePosition {
 		st := d.files[rel]
@@ -302,7 +302,7 @@ func (d *Dir) Position() Position {
 
 // Exhausted implements Source: with Once, every file present at Open has
 // been read up to its size then. A tailing source is never exhausted.
-func (d *Dir) Exhausted() bool {
+func (d *DirSource) Exhausted() bool {
 	if !d.cfg.Once {
 		return false
 	}
@@ -317,7 +317,7 @@ func (d *Dir) Exhausted() bool {
 // finished reports whether a file can give no more records: an immutable
 // one read to its end, one read to its size at Open (Once), or one at its
 // Limit.
-func (d *Dir) finished(st *fileState) bool {
+func (d *DirSource) finished(st *fileState) bool {
 	return st.pos.Done || st.limit >= 0 && st.pos.Offset >= st.limit && !st.compressed ||
 		st.until >= 0 && st.pos.Offset >= st.until || d.cfg.Once && st.unreadable
 }
@@ -325,7 +325,7 @@ func (d *Dir) finished(st *fileState) bool {
 // unread reports whether a file is known to hold bytes not read yet (a
 // partial last line still being written does not count: it is read to its
 // end, waiting).
-func (d *Dir) unread(st *fileState) bool {
+func (d *DirSource) unread(st *fileState) bool {
 	switch {
 	case d.finished(st) || st.unreadable:
 		return false
@@ -339,7 +339,7 @@ func (d *Dir) unread(st *fileState) bool {
 // replayed: no record at or past a file's offset in end is returned, and
 // files not in end give none. With the same bounds the aligned reading
 // takes the batch's records in the order of the first time.
-func (d *Dir) Limit(end Position) {
+func (d *DirSource) Limit(end Position) {
 	d.until = make(map[[2]uint64]int64, len(end.Files))
 	for _, p := range end.Files {
 		d.until[[2]uint64{p.Dev, p.Inode}] = p.Offset
@@ -350,7 +350,7 @@ func (d *Dir) Limit(end Position) {
 }
 
 // Close implements Source.
-func (d *Dir) Close() error {
+func (d *DirSource) Close() error {
 	if d.closed {
 		return nil
 	}
@@ -370,12 +370,13 @@ func (st *fileState) close() error {
 	for i := len(st.closers) - 1; i >= 0; i-- {
 		errs = append(errs, st.closers[i].Close())
 	}
-	st.closers, st.r, st.dec = nil, nil, nil // the decoder is rebuilt from pos.Header
+	st.closers = nil
+	st.drop() // the decoder is rebuilt from pos.Header
 	return errors.Join(errs...)
 }
 
 // Read implements Source.
-func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) ([]tidemark.Record, error) {
+func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) ([]tidemark.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
@@ -430,7 +431,7 @@ func (d *Dir) Read(ctx context.Context, dst []tidemark.Record, maxRecords int) (
 // from the unread bytes of the files at their last stat, so the batch is
 // allocated once instead of growing by copies (a Record is ~150 bytes). A
 // compressed file counts as maxRecords.
-func (d *Dir) expect(maxRecords int) int {
+func (d *DirSource) expect(maxRecords int) int {
 	const minLine = 64 // bytes; shorter lines only cost a regrowth
 	var unread int64
 	for _, rel := range d.order {
@@ -458,7 +459,7 @@ func (d *Dir) expect(maxRecords int) int {
 // file lags now). more reports that it stopped for max or bound, not for
 // lack of data. Payloads point into the line reader's buffers, which are
 // never overwritten (stable), so they are not copied.
-func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
+func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
 	if d.finished(st) {
 		if st.r != nil {
 			st.close() // read to its end: free the descriptor and the read buffer
@@ -480,74 +481,34 @@ func (d *Dir) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arr
 		}
 		st.unreadable = false
 	}
-	for n < maxRecords {
-		if st.until >= 0 && st.pos.Offset >= st.until {
-			return dst, n, false, nil
+	c := lineRead{source: d.name, cfg: &d.cfg.DecoderConfig, decoders: d.json,
+		arrival: arrival, idx: idx, bound: bound, scratch: &d.scratch}
+	dst, n, stop, err := st.read(&c, dst, maxRecords)
+	switch {
+	case stop == stopErr:
+		d.readError(st, err)
+	case err != nil:
+		return dst, n, false, err
+	case stop == stopNoLine && st.r.done:
+		if st.compressed {
+			st.pos.Done = true
 		}
-		payload, off, length, ok, err := st.r.next()
-		if err != nil {
-			d.readError(st, err)
-			break
-		}
-		if !ok {
-			if st.r.done {
-				if st.compressed {
-					st.pos.Done = true
-				}
-				st.close()
-			} else if !st.r.pending() && !d.cfg.Once {
-				st.size = max(st.size, st.r.readOffset())
-				st.close() // caught up: free the descriptor until the file grows
-			}
-			break
-		}
-		if d.cfg.Format == FormatCSV && st.dec == nil {
-			st.pos.Header = slices.Clone(payload)
-			st.pos.Offset = st.r.off
-			if err := d.csvDecoder(st); err != nil {
-				return dst, n, false, err
-			}
-			continue
-		}
-		// Decode in place: a local Record passed to an interface method would escape.
-		dst = append(dst, tidemark.Record{Source: d.name, File: st.pos.Path, Offset: off, Payload: payload, Arrival: arrival})
-		rec := &dst[len(dst)-1]
-		if length > int64(d.cfg.MaxLineBytes) {
-			rec.Reason = tidemark.ReasonLineTooLong
-			rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", length, d.cfg.MaxLineBytes)
-		} else {
-			d.decoder(st).Decode(rec)
-		}
-		n++
-		st.pos.Offset = st.r.off
-		st.pos.saw(rec, arrival)
-		if bound.less(keyOf(&st.pos, idx)) {
-			return dst, n, true, nil // another file lags now
-		}
+		st.close()
+	case stop == stopNoLine && !st.r.pending() && !d.cfg.Once:
+		st.size = max(st.size, st.r.readOffset())
+		st.close() // caught up: free the descriptor until the file grows
 	}
-	return dst, n, n >= maxRecords, nil
+	return dst, n, stop == stopMore, nil
 }
 
-func (d *Dir) decoder(st *fileState) Decoder {
-	if st.dec != nil {
-		return st.dec
-	}
-	return d.json
-}
-
-func (d *Dir) csvDecoder(st *fileState) error {
-	dec, err := NewCSVDecoder(d.cfg.DecoderConfig, st.pos.Header)
-	if err != nil {
-		return err
-	}
-	st.dec = dec
-	return nil
+func (d *DirSource) newCSV(header []byte) (Decoder, error) {
+	return NewCSVDecoder(d.cfg.DecoderConfig, header)
 }
 
 // readError handles a failed read. A compressed file still being written
 // ends early: in tailing mode it is retried from the position later. Any
 // other error is logged and the file is left as read so far.
-func (d *Dir) readError(st *fileState, err error) {
+func (d *DirSource) readError(st *fileState, err error) {
 	if st.compressed && errors.Is(err, io.ErrUnexpectedEOF) && !d.cfg.Once {
 		st.failedSize = st.size
 		st.close()
@@ -564,7 +525,7 @@ func (d *Dir) readError(st *fileState, err error) {
 
 // openReader opens a file at its position, checking it is still the file
 // the state describes.
-func (d *Dir) openReader(st *fileState) error {
+func (d *DirSource) openReader(st *fileState) error {
 	f, err := os.Open(d.abs(st.pos.Path))
 	if err != nil {
 		return err
@@ -614,8 +575,8 @@ func (d *Dir) openReader(st *fileState) error {
 		// 8 MiB of read buffers among them.
 		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
 	}
-	if d.cfg.Format == FormatCSV && st.dec == nil && st.pos.Header != nil {
-		return d.csvDecoder(st)
+	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
+		return st.csvFrom(&d.cfg.DecoderConfig)
 	}
 	return nil
 }

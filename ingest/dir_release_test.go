@@ -29,7 +29,7 @@ func TestDirReleasesFinishedFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := src.(*Dir)
+		d := src.(*DirSource)
 		var recs []tidemark.Record
 		for range 20 { // batches of exactly one file's lines: the end is hit on a boundary
 			if recs, err = d.Read(context.Background(), recs[:0], 10); err != nil {

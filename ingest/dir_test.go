@@ -68,7 +68,7 @@ func readAll(t *testing.T, s Source, batch int) []tidemark.Record {
 	return nil
 }
 
-func onceOf(s Source) bool { return s.(*Dir).cfg.Once }
+func onceOf(s Source) bool { return s.(*DirSource).cfg.Once }
 
 // summary renders records as "file@offset:payload[reason]" lines.
 func summary(recs []tidemark.Record) string {

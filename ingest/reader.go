@@ -29,6 +29,10 @@ type lineReader struct {
 	done       bool  // final stream fully returned
 
 	long *longLine // non-nil while skipping the rest of a too-long record
+
+	// noFill makes next return no record rather than read the source, and
+	// set stalled when it did so (the caller cuts only buffered lines).
+	noFill, stalled bool
 }
 
 // longLine is a record over the size limit: its first max bytes are kept
@@ -70,6 +74,10 @@ func (r *lineReader) next() (payload []byte, off, length int64, ok bool, err err
 			}
 		}
 		if r.done {
+			return nil, 0, 0, false, nil
+		}
+		if r.noFill {
+			r.stalled = true
 			return nil, 0, 0, false, nil
 		}
 		n, err := r.fill()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -15,17 +14,14 @@ import (
 
 // s3Object is one tracked object version of an S3 source.
 type s3Object struct {
+	lineInput         // position, line reader, Limit bound
 	key        string // full key
-	pos        FilePosition
-	size       int64 // raw size, from the listing
+	size       int64  // raw size, from the listing
 	compressed bool
 
 	body    io.ReadCloser
 	closers []io.Closer
-	r       *lineReader
-	dec     Decoder
 
-	until     int64     // Limit: no record at or past this offset; -1 = no bound
 	gone      bool      // a GET found it changed (412) or deleted (404)
 	openFails int       // consecutive failed GETs
 	readFails int       // consecutive failed reads of the body without a record
@@ -44,7 +40,8 @@ func (o *s3Object) close() error {
 	for i := len(o.closers) - 1; i >= 0; i-- {
 		errs = append(errs, o.closers[i].Close())
 	}
-	o.closers, o.body, o.r, o.dec = nil, nil, nil, nil // the decoder is rebuilt from pos.Header
+	o.closers, o.body = nil, nil
+	o.drop() // the decoder is rebuilt from pos.Header
 	return errors.Join(errs...)
 }
 
@@ -61,65 +58,26 @@ func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int
 			return dst, 0, false, nil
 		}
 	}
-	for n < maxRecords {
-		if o.until >= 0 && o.pos.Offset >= o.until {
-			return dst, n, false, nil
-		}
-		payload, off, length, ok, err := o.r.next()
-		if err != nil {
-			s.readFailed(o, err)
-			break
-		}
-		if !ok {
-			if o.r.done {
-				o.pos.Done = true
-				o.close()
-			}
-			break
-		}
-		if s.cfg.Format == FormatCSV && o.dec == nil {
-			o.pos.Header = slices.Clone(payload)
-			o.pos.Offset = o.r.off
-			if err := s.csvDecoder(o); err != nil {
-				return dst, n, false, err
-			}
-			continue
-		}
-		// Decoded in place: a local passed to the interface call would
-		// escape, one allocation per record.
-		dst = append(dst, tidemark.Record{Source: s.name, File: o.pos.Path, Offset: off, Payload: a.copy(payload), Arrival: arrival})
-		rec := &dst[len(dst)-1]
-		if length > int64(s.cfg.MaxLineBytes) {
-			rec.Reason = tidemark.ReasonLineTooLong
-			rec.Err = fmt.Sprintf("line is %d bytes, over the limit of %d", length, s.cfg.MaxLineBytes)
-		} else {
-			s.decoder(o).Decode(rec)
-		}
-		n++
-		o.pos.Offset = o.r.off
+	c := lineRead{source: s.name, cfg: &s.cfg.DecoderConfig, decoders: s.json,
+		arrival: arrival, idx: idx, bound: bound, scratch: &s.scratch, copy: a.copy}
+	dst, n, stop, err := o.read(&c, dst, maxRecords)
+	if n > 0 {
 		o.readFails = 0
-		o.pos.saw(rec, arrival)
-		if bound.less(keyOf(&o.pos, idx)) {
-			return dst, n, true, nil // another object lags now
-		}
 	}
-	return dst, n, n >= maxRecords, nil
+	switch {
+	case stop == stopErr:
+		s.readFailed(o, err)
+	case err != nil:
+		return dst, n, false, err
+	case stop == stopNoLine && o.r.done:
+		o.pos.Done = true
+		o.close()
+	}
+	return dst, n, stop == stopMore, nil
 }
 
-func (s *s3Source) decoder(o *s3Object) Decoder {
-	if o.dec != nil {
-		return o.dec
-	}
-	return s.json
-}
-
-func (s *s3Source) csvDecoder(o *s3Object) error {
-	dec, err := NewCSVDecoder(s.cfg.DecoderConfig, o.pos.Header)
-	if err != nil {
-		return err
-	}
-	o.dec = dec
-	return nil
+func (s *s3Source) newCSV(header []byte) (Decoder, error) {
+	return NewCSVDecoder(s.cfg.DecoderConfig, header)
 }
 
 // openObject starts reading an object at its position with one GET pinned
@@ -184,8 +142,8 @@ func (s *s3Source) openObject(o *s3Object) error {
 		}
 	}
 	o.r = newLineReader(src, o.pos.Offset, true, s.cfg.Format, s.cfg.MaxLineBytes)
-	if s.cfg.Format == FormatCSV && o.dec == nil && o.pos.Header != nil {
-		return s.csvDecoder(o)
+	if s.cfg.Format == FormatCSV && o.pos.Header != nil {
+		return o.csvFrom(&s.cfg.DecoderConfig)
 	}
 	return nil
 }

@@ -54,7 +54,8 @@ type s3Source struct {
 
 	objects map[string]*s3Object // by key relative to the prefix
 	order   []string             // relative keys, sorted
-	json    *NDJSONDecoder
+	json    []Decoder            // NDJSON: one per decoding worker
+	scratch []cutLine            // lines cut from the object being read (lineRead.scratch)
 	queue   alignQueue
 	keys    []alignKey
 	until   map[string]int64 // Limit: by key+"\x00"+ETag; nil = no bound
@@ -93,7 +94,7 @@ func openS3With(ctx context.Context, spec string, cfg SourceConfig, opt s3Option
 		client: client, core: minio.Core{Client: client}, objects: map[string]*s3Object{},
 	}
 	if cfg.Format != FormatCSV {
-		if s.json, err = NewNDJSONDecoder(cfg.DecoderConfig); err != nil {
+		if s.json, err = ndjsonDecoders(cfg.DecoderConfig); err != nil {
 			return nil, err
 		}
 	}
@@ -155,8 +156,8 @@ func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) err
 		if _, ok := s.objects[rel]; ok {
 			continue
 		}
-		o := &s3Object{key: info.Key, size: info.Size, compressed: isCompressed(rel), until: -1}
-		o.pos = FilePosition{Path: rel, ETag: info.ETag}
+		o := &s3Object{key: info.Key, size: info.Size, compressed: isCompressed(rel)}
+		o.pos, o.until = FilePosition{Path: rel, ETag: info.ETag}, -1
 		if s.until != nil {
 			o.until = s.until[rel+"\x00"+info.ETag] // an object the batch did not know: nothing
 		}
@@ -239,7 +240,7 @@ func (o *s3Object) finished() bool {
 }
 
 // Limit bounds the source at end, the logged end of a batch being
-// replayed (see Dir.Limit).
+// replayed (see DirSource.Limit).
 func (s *s3Source) Limit(end Position) {
 	s.until = make(map[string]int64, len(end.Files))
 	for _, p := range end.Files {

@@ -106,7 +106,7 @@ type Position struct {
 
 // positionOf builds a Position from the files in order, each looked up by
 // pos. Headers are copied: the caller keeps the Position while the source
-// reads on. Dir and the S3 source both use it, their file maps differing.
+// reads on. DirSource and the S3 source both use it, their file maps differing.
 func positionOf(order []string, pos func(rel string) FilePosition) Position {
 	var p Position
 	for _, rel := range order {

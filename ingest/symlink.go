@@ -56,7 +56,7 @@ func (w *walk) enter(e fs.DirEntry) bool {
 }
 
 // followLink lists what the link at p (named rel in the source) leads to.
-func (d *Dir) followLink(w *walk, p, rel string) error {
+func (d *DirSource) followLink(w *walk, p, rel string) error {
 	if w.root == nil || d.single && rel == d.pattern {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -121,7 +121,7 @@ func dedupe(files map[string]fs.FileInfo) map[string]fs.FileInfo {
 
 // relOf names an fsnotify event's path in the source: relative to the root,
 // or under the link through which its directory was reached.
-func (d *Dir) relOf(name string) (string, error) {
+func (d *DirSource) relOf(name string) (string, error) {
 	if rel, ok := d.linked[filepath.Dir(name)]; ok {
 		return path.Join(rel, filepath.Base(name)), nil
 	}

@@ -178,7 +178,7 @@ func TestSymlinkNotify(t *testing.T) {
 		if follow {
 			symlink(t, filepath.Join(outside, "sub"), filepath.Join(dir, "linked"))
 		}
-		s := openTest(t, dir, cfg, Position{}).(*Dir)
+		s := openTest(t, dir, cfg, Position{}).(*DirSource)
 		if got := summary(readAll(t, s, 10)); got != "" {
 			t.Fatalf("follow=%v: got %q before any write", follow, got)
 		}

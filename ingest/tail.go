@@ -13,7 +13,7 @@ import (
 
 // drainEvents consumes pending fsnotify events without blocking and
 // reports whether any may mean new data.
-func (d *Dir) drainEvents() bool {
+func (d *DirSource) drainEvents() bool {
 	if d.watcher == nil {
 		return false
 	}
@@ -43,7 +43,7 @@ func (d *Dir) drainEvents() bool {
 // data. A write to a known file just refreshes its size; anything that may
 // change the tree schedules a rescan. Hidden names and writes to files the
 // glob excludes are ignored.
-func (d *Dir) handleEvent(ev fsnotify.Event) bool {
+func (d *DirSource) handleEvent(ev fsnotify.Event) bool {
 	if ev.Op == fsnotify.Chmod {
 		return false
 	}
@@ -70,7 +70,7 @@ func (d *Dir) handleEvent(ev fsnotify.Event) bool {
 
 // refresh re-stats one file; a change of identity or a shrink schedules
 // a rescan, which handles it.
-func (d *Dir) refresh(st *fileState) {
+func (d *DirSource) refresh(st *fileState) {
 	fi, err := statFile(d.abs(st.pos.Path))
 	if err != nil {
 		d.needRescan = true
@@ -89,7 +89,7 @@ func (d *Dir) refresh(st *fileState) {
 // inodes restart at 0, deleted files are dropped. Read calls it when
 // fsnotify reports a change and at least every SourceConfig.Rescan; tests
 // and poll loops may call it directly.
-func (d *Dir) Rescan(ctx context.Context) error {
+func (d *DirSource) Rescan(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -151,14 +151,14 @@ func (st *fileState) r0() int64 {
 }
 
 // reset makes st describe a new file at rel, read from the start.
-func (st *fileState) reset(d *Dir, rel string, fi fs.FileInfo) {
+func (st *fileState) reset(d *DirSource, rel string, fi fs.FileInfo) {
 	st.close()
 	*st = *d.newState(rel, fi)
 }
 
 // Wait implements Waiter: it returns as soon as a file may hold unread
 // data, a watch event arrives, a rescan is due, timeout passes or ctx ends.
-func (d *Dir) Wait(ctx context.Context, timeout time.Duration) error {
+func (d *DirSource) Wait(ctx context.Context, timeout time.Duration) error {
 	if d.cfg.Once || d.hasData() {
 		return ctx.Err()
 	}
@@ -192,7 +192,7 @@ func (d *Dir) Wait(ctx context.Context, timeout time.Duration) error {
 }
 
 // hasData reports whether some file is known to extend past what was read.
-func (d *Dir) hasData() bool {
+func (d *DirSource) hasData() bool {
 	for _, st := range d.files {
 		if st.pos.Done {
 			continue

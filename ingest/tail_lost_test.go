@@ -15,7 +15,7 @@ func TestTailLostEventRecoveredByRescan(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	d := openTest(t, dir, SourceConfig{Clock: clock, Rescan: 10 * time.Second}, Position{}).(*Dir)
+	d := openTest(t, dir, SourceConfig{Clock: clock, Rescan: 10 * time.Second}, Position{}).(*DirSource)
 	if d.watcher == nil {
 		t.Fatal("the source does not watch with fsnotify; this test needs it")
 	}

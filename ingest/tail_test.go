@@ -15,13 +15,13 @@ import (
 )
 
 // tailer opens a poll-only tailing source whose rescans the test drives.
-func tailer(t *testing.T, dir string, cfg SourceConfig) *Dir {
+func tailer(t *testing.T, dir string, cfg SourceConfig) *DirSource {
 	t.Helper()
 	cfg.PollOnly = true
-	return openTest(t, dir, cfg, Position{}).(*Dir)
+	return openTest(t, dir, cfg, Position{}).(*DirSource)
 }
 
-func rescanRead(t *testing.T, d *Dir) string {
+func rescanRead(t *testing.T, d *DirSource) string {
 	t.Helper()
 	if err := d.Rescan(context.Background()); err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func rescanRead(t *testing.T, d *Dir) string {
 	return summary(readAll(t, d, 1000))
 }
 
-func positions(d *Dir) string {
+func positions(d *DirSource) string {
 	var s []string
 	for _, f := range d.Position().Files {
 		s = append(s, f.Path+"="+itoa(f.Offset))
@@ -144,7 +144,7 @@ func TestTailResumeAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendFile(t, filepath.Join(dir, "app.log.1"), "ial\n")
-	r := openTest(t, dir, SourceConfig{PollOnly: true}, pos).(*Dir)
+	r := openTest(t, dir, SourceConfig{PollOnly: true}, pos).(*DirSource)
 	if got, want := summary(readAll(t, r, 10)), "app.log.1@4:partial[malformed]\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -157,7 +157,7 @@ func TestTailNotify(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := openTest(t, dir, SourceConfig{Clock: time.Now, Rescan: time.Hour}, Position{}).(*Dir)
+	s := openTest(t, dir, SourceConfig{Clock: time.Now, Rescan: time.Hour}, Position{}).(*DirSource)
 	if got := summary(readAll(t, s, 10)); got != "" {
 		t.Fatalf("got %q from an empty directory", got)
 	}
@@ -205,7 +205,7 @@ func TestTailCompressedStillWritten(t *testing.T) {
 func TestTailHandleEvent(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.ndjson"), "x\n")
-	d := openTest(t, filepath.Join(dir, "*.ndjson"), SourceConfig{PollOnly: true}, Position{}).(*Dir)
+	d := openTest(t, filepath.Join(dir, "*.ndjson"), SourceConfig{PollOnly: true}, Position{}).(*DirSource)
 	tests := []struct {
 		name    string
 		op      fsnotify.Op

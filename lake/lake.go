@@ -37,6 +37,7 @@ const (
 	confValue  = "tidemark.value"    // value field name, "" for none
 	confWindow = "tidemark.windowUs" // window size, µs
 	confSlide  = "tidemark.slideUs"  // window slide, µs
+	confCodec  = "tidemark.payloadCodec"
 )
 
 // Config says what a lake holds. The zero Keys, ValueField and Window on an
@@ -56,6 +57,9 @@ type Config struct {
 	// the newest stream's stops holding merged windows back from being
 	// final (see shard.go). 0 means DefaultShardIdle.
 	ShardIdle time.Duration
+	// PayloadCodec compresses the payload column of the files this process
+	// writes; "" takes the lake's recorded one (see payloadCodecFor).
+	PayloadCodec PayloadCodec
 }
 
 func (c Config) adopt() bool {
@@ -90,6 +94,7 @@ func (c Config) configuration() map[string]string {
 		confValue:  c.ValueField,
 		confWindow: strconv.FormatInt(c.Window.Size, 10),
 		confSlide:  strconv.FormatInt(c.slide(), 10),
+		confCodec:  string(c.PayloadCodec),
 	}
 }
 
@@ -148,6 +153,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	logs := map[string]*delta.Table{}
 	var remembered *Config
 	var rememberedBy string
+	var recorded map[string]string // raw_events' configuration
 	var missing []string
 	for _, name := range tableNames {
 		dt := delta.Open(st, name, opts)
@@ -163,6 +169,9 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		got, err := configFrom(snap.Metadata.Configuration)
 		if err != nil {
 			return nil, fmt.Errorf("open lake %s: table %s: %w", st, name, err)
+		}
+		if name == TableRawEvents {
+			recorded = snap.Metadata.Configuration
 		}
 		if remembered == nil {
 			remembered, rememberedBy = &got, name
@@ -183,10 +192,15 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	if err := validate(cfg, adopted); err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", st, err)
 	}
+	codec, err := payloadCodecFor(cfg.PayloadCodec, recorded, remembered != nil, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("open lake %s: %w", st, err)
+	}
+	cfg.PayloadCodec = codec
 	l.cfg = cfg
 	defs := map[string]*table{
-		TableRawEvents:     rawEventsTable(cfg.Keys, cfg.ValueField != ""),
-		TableQuarantine:    quarantineTable(),
+		TableRawEvents:     rawEventsTable(cfg.Keys, cfg.ValueField != "").withPayload(cfg.PayloadCodec),
+		TableQuarantine:    quarantineTable().withPayload(cfg.PayloadCodec),
 		TableWindowResults: windowResultsTable(cfg.Keys),
 		TableReconcileLog:  reconcileLogTable(cfg.Keys),
 		// window_partials: see shard.go.

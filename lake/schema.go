@@ -47,6 +47,7 @@ type column struct {
 	kind     kind
 	optional bool // OPTIONAL in Parquet; otherwise REQUIRED
 	plain    bool // strings: PLAIN instead of dictionary (high cardinality)
+	payload  bool // the raw line: compressed with the table's payload codec
 }
 
 // node is the Parquet schema node for the column. Every encoding is set
@@ -90,10 +91,13 @@ type table struct {
 	// SpeedFastest: appends are on the stream's critical path, and the
 	// default level costs ~25% more time for ~5% smaller files.
 	codec *zstd.Codec
+	// payload is the codec of the payload column (column.payload), which
+	// holds most of a raw table's bytes; zstd unless the lake says otherwise.
+	payload PayloadCodec
 }
 
 func newTable(name string, partCols []string, cols ...column) *table {
-	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: &zstd.Codec{Level: zstd.SpeedFastest}}
+	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: &zstd.Codec{Level: zstd.SpeedFastest}, payload: PayloadZstd}
 	for i, c := range cols {
 		t.index[c.name] = i
 	}
@@ -125,6 +129,9 @@ func (t *table) parquetSchema() *parquet.Schema {
 	g := parquet.Group{}
 	for _, c := range t.cols {
 		g[c.name] = c.node()
+		if c.payload && t.payload != PayloadZstd {
+			g[c.name] = parquet.Compressed(g[c.name], t.payload.codec())
+		}
 	}
 	return parquet.NewSchema("spark_schema", g)
 }
@@ -205,7 +212,7 @@ func rawEventsTable(keys []string, hasValue bool) *table {
 			{name: "batch_id", kind: kindLong},
 			// binary, not string: the line is byte-exact and DuckDB refuses
 			// invalid UTF-8 in a VARCHAR; cast(payload AS string) reads it.
-			{name: "payload", kind: kindBinary},
+			{name: "payload", kind: kindBinary, payload: true},
 		},
 	)...)
 }
@@ -219,7 +226,7 @@ func quarantineTable() *table {
 		column{name: "offset", kind: kindLong},
 		column{name: "ingest_time", kind: kindTimestamp},
 		column{name: "batch_id", kind: kindLong},
-		column{name: "payload", kind: kindBinary},
+		column{name: "payload", kind: kindBinary, payload: true},
 	)
 }
 

@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # bench.sh: tidemark against DuckDB on the same generated input (SPEC §8).
 #
-#   scripts/bench.sh [-n EVENTS] [-r ROUNDS] [-k KEYS] [-f FILES] [-o RESULTS.md] [-t TMPDIR] [-K]
+#   scripts/bench.sh [-n EVENTS[,EVENTS...]] [-r ROUNDS] [-k KEYS] [-f FILES] [-o RESULTS.md] [-t TMPDIR] [-K]
 #
-# Generates N events once (scripts/gen), then R rounds, each running both
-# sides of three phases on the same files, alternating which side goes first:
-#   (a) stream:    tidemark stream --once --drain      vs duck ingest (read_json -> Parquet)
-#   (b) batch:     $BATCH_CMD                          vs duck groupby (window x key over raw_events)
-#   (c) lateness:  tidemark lateness --format json     vs duck quantiles
-# Each run is measured with /usr/bin/time -v (wall time, peak RSS). Prints
-# medians and throughput ratios and writes scripts/bench-results.md.
+# Generates each input size once (scripts/gen; default 1M and 2M events),
+# then R rounds, each running both sides of three phases on the same files,
+# alternating which side goes first:
+#   (a) stream:    tidemark stream --once --drain      vs duck ingest (read_json -> Parquet), every size
+#   (b) batch:     $BATCH_CMD                          vs duck groupby (window x key over raw_events), largest size
+#   (c) lateness:  tidemark lateness --format json     vs duck quantiles, largest size
+# Each run is measured with /usr/bin/time -v (wall time, user+sys CPU
+# seconds, peak RSS). Prints medians, throughput ratios and CPU-seconds per
+# million events, and writes scripts/bench-results.md.
 #
 # If tidemark does not build (or a tidemark command fails), its side is
 # reported as FAIL and the DuckDB side still runs; (b) and (c) then use a
 # raw_events fixture built by `duck mklake`.
 set -euo pipefail
 
-N=2000000
+SIZES=1000000,2000000
 ROUNDS=3
 KEYS=1000
 FILES=8
@@ -32,10 +34,10 @@ BATCH_CMD=${BATCH_CMD:-'recompute --lake {LAKE} --format count'}
 # Flags shared by every tidemark stream run (the lake and source are added).
 STREAM_FLAGS=${STREAM_FLAGS:-'--window 1m --key page --value value --arrival-field arrival_time --lateness 10s --once --drain'}
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while getopts "n:r:k:f:o:t:s:Kh" opt; do
   case $opt in
-    n) N=$OPTARG ;;
+    n) SIZES=$OPTARG ;;
     r) ROUNDS=$OPTARG ;;
     k) KEYS=$OPTARG ;;
     f) FILES=$OPTARG ;;
@@ -91,14 +93,20 @@ DUCK_VERSION=$("$TMP/duck" version)
 log "built duck (DuckDB $DUCK_VERSION) in ${DUCK_BUILD_S}s"
 
 # ---- input -------------------------------------------------------------------
-IN="$TMP/in"
-log "generating $N events (seed $SEED, $KEYS keys, $FILES files)"
-go run ./scripts/gen -events "$N" -seed "$SEED" -keys "$KEYS" -files "$FILES" -out "$IN" 2>"$TMP/gen-summary.json" ||
-  { cat "$TMP/gen-summary.json" >&2; die "generator failed"; }
-INPUT_BYTES=$(du -sb "$IN" | cut -f1)
+IFS=, read -r -a NS <<<"$SIZES"
+declare -A INPUT_BYTES
+for n in "${NS[@]}"; do
+  log "generating $n events (seed $SEED, $KEYS keys, $FILES files)"
+  go run ./scripts/gen -events "$n" -seed "$SEED" -keys "$KEYS" -files "$FILES" -out "$TMP/in-$n" 2>"$TMP/gen-summary-$n.json" ||
+    { cat "$TMP/gen-summary-$n.json" >&2; die "generator failed"; }
+  INPUT_BYTES[$n]=$(du -sb "$TMP/in-$n" | cut -f1)
+done
+N=${NS[-1]} # (b) and (c) run on the largest input's lake
+IN="$TMP/in-$N"
 
 # ---- measuring ---------------------------------------------------------------
-# measure NAME CMD...: runs CMD under GNU time; appends "phase side round wall_s rss_kb ok"
+# measure NAME PHASE SIDE ROUND CMD...: runs CMD under GNU time; appends
+# "phase side round wall_s rss_kb ok cpu_s"
 # to $TMP/runs.tsv. Output goes to $TMP/NAME.out / .err. Never fails the script.
 : >"$TMP/runs.tsv"
 measure() {
@@ -109,39 +117,46 @@ measure() {
     log "$name FAILED (exit $(grep -o 'Exit status: [0-9]*' "$tf" | grep -o '[0-9]*' || echo ?)):"
     tail -n 5 "$TMP/$name.err" | sed 's/^/    /' >&2
   fi
-  local wall rss
+  local wall rss cpu
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {
       n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$tf" 2>/dev/null || true)
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tf" 2>/dev/null || true)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$phase" "$side" "$round" "${wall:-0}" "${rss:-0}" "$ok" >>"$TMP/runs.tsv"
-  [[ $ok == 1 ]] && log "$name: ${wall}s, peak RSS $((${rss:-0} / 1024)) MiB"
+  cpu=$(awk -F': ' '/(User|System) time \(seconds\)/ {s += $2} END {print s + 0}' "$tf" 2>/dev/null || true)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$phase" "$side" "$round" "${wall:-0}" "${rss:-0}" "$ok" "${cpu:-0}" >>"$TMP/runs.tsv"
+  [[ $ok == 1 ]] && log "$name: ${wall}s, ${cpu} CPU-s, peak RSS $((${rss:-0} / 1024)) MiB"
   return 0
 }
 
 tm() { [[ $TM_OK == 1 ]]; }
 
-# Rounds. A round's tidemark lake is fresh; the first good one feeds (b), (c).
+# Rounds. A round's tidemark lake is fresh; the first good one of the
+# largest input feeds (b), (c).
 LAKE=""
 for ((r = 1; r <= ROUNDS; r++)); do
-  log "round $r/$ROUNDS: (a) stream vs ingest"
-  sides=(tidemark duck)
-  ((r % 2 == 0)) && sides=(duck tidemark)
-  for side in "${sides[@]}"; do
-    if [[ $side == tidemark ]]; then
-      if tm; then
-        # shellcheck disable=SC2086 # STREAM_FLAGS is a word list
-        measure "a-tidemark-$r" stream tidemark "$r" "$TMP/tidemark" stream --source "$IN" --lake "$TMP/lake-$r" $STREAM_FLAGS
-        if [[ -z $LAKE && -d "$TMP/lake-$r/raw_events/_delta_log" ]] && tail -n 1 "$TMP/runs.tsv" | grep -q $'\t1$'; then
-          LAKE="$TMP/lake-$r"
+  for n in "${NS[@]}"; do
+    log "round $r/$ROUNDS: (a) stream vs ingest, $n events"
+    sides=(tidemark duck)
+    ((r % 2 == 0)) && sides=(duck tidemark)
+    for side in "${sides[@]}"; do
+      if [[ $side == tidemark ]]; then
+        if tm; then
+          rm -rf "$TMP/lake-$n-$r"
+          # shellcheck disable=SC2086 # STREAM_FLAGS is a word list
+          measure "a-tidemark-$n-$r" "stream@$n" tidemark "$r" "$TMP/tidemark" stream --source "$TMP/in-$n" --lake "$TMP/lake-$n-$r" $STREAM_FLAGS
+          if [[ $n == "$N" && -z $LAKE && -d "$TMP/lake-$n-$r/raw_events/_delta_log" ]] && tail -n 1 "$TMP/runs.tsv" | grep -q $'\t1\t[^\t]*$'; then
+            LAKE="$TMP/lake-$n-$r"
+          elif [[ $KEEP == 0 ]]; then
+            rm -rf "$TMP/lake-$n-$r"
+          fi
+        else
+          printf 'stream@%s\ttidemark\t%s\t0\t0\t0\t0\n' "$n" "$r" >>"$TMP/runs.tsv"
         fi
       else
-        printf 'stream\ttidemark\t%s\t0\t0\t0\n' "$r" >>"$TMP/runs.tsv"
+        rm -f "$TMP/duck-$r.parquet"
+        measure "a-duck-$n-$r" "stream@$n" duck "$r" "$TMP/duck" ingest -in "$TMP/in-$n" -out "$TMP/duck-$r.parquet"
+        rm -f "$TMP/duck-$r.parquet"
       fi
-    else
-      rm -f "$TMP/duck-$r.parquet"
-      measure "a-duck-$r" stream duck "$r" "$TMP/duck" ingest -in "$IN" -out "$TMP/duck-$r.parquet"
-      rm -f "$TMP/duck-$r.parquet"
-    fi
+    done
   done
 done
 
@@ -167,7 +182,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         measure "b-tidemark-$r" batch tidemark "$r" "$TMP/tidemark" $BATCH_ARGS
         measure "c-tidemark-$r" lateness tidemark "$r" "$TMP/tidemark" lateness --lake "$LAKE" --format json
       else
-        printf 'batch\ttidemark\t%s\t0\t0\t0\nlateness\ttidemark\t%s\t0\t0\t0\n' "$r" "$r" >>"$TMP/runs.tsv"
+        printf 'batch\ttidemark\t%s\t0\t0\t0\t0\nlateness\ttidemark\t%s\t0\t0\t0\t0\n' "$r" "$r" >>"$TMP/runs.tsv"
       fi
     else
       measure "b-duck-$r" batch duck "$r" "$TMP/duck" groupby -lake "$LAKE" -window 1m -key page -value value
@@ -177,7 +192,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # ---- report ------------------------------------------------------------------
-# median PHASE SIDE FIELD(4=wall,5=rss): median over successful runs, or "FAIL".
+# median PHASE SIDE FIELD(4=wall,5=rss,7=cpu): median over successful runs, or "FAIL".
 median() {
   awk -F'\t' -v p="$1" -v s="$2" -v f="$3" '$1 == p && $2 == s && $6 == 1 { v[n++] = $f }
     END {
@@ -189,6 +204,8 @@ median() {
 rate() { [[ $2 == FAIL || $2 == 0 ]] && echo "-" || awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s }'; }
 ratio() { [[ $1 == - || $2 == - ]] && echo "-" || awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mib() { [[ $1 == FAIL ]] && echo "-" || awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
+# cpm CPU_S ROWS: CPU-seconds per million rows.
+cpm() { [[ $1 == FAIL ]] && echo "-" || awk -v c="$1" -v n="$2" 'BEGIN { printf "%.2f", c / n * 1e6 }'; }
 
 CPU=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || echo unknown)
 MEM=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null || echo unknown)
@@ -208,28 +225,32 @@ COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "| load average at start | $LOAD0 (other work on the machine skews the numbers) |"
   echo "| Go | $GOV |"
   echo "| DuckDB | $DUCK_VERSION (duck built in ${DUCK_BUILD_S}s) |"
-  echo "| input | $N lines, $INPUT_BYTES bytes, $FILES files, $KEYS keys, seed $SEED |"
+  for n in "${NS[@]}"; do
+    echo "| input | $n lines, ${INPUT_BYTES[$n]} bytes, $FILES files, $KEYS keys, seed $SEED |"
+  done
   echo "| raw_events for (b), (c) | $RAW_ROWS rows, from $LAKE_KIND |"
   echo "| rounds | $ROUNDS (medians below; sides alternate which runs first) |"
   echo
-  echo "| phase | side | command | median wall (s) | median peak RSS (MiB) | rows/s | tidemark/DuckDB throughput |"
-  echo "|---|---|---|---:|---:|---:|---:|"
-  for phase in stream batch lateness; do
+  echo "| phase | side | command | median wall (s) | median CPU-s per 1M rows | median peak RSS (MiB) | rows/s | tidemark/DuckDB throughput |"
+  echo "|---|---|---|---:|---:|---:|---:|---:|"
+  phases=()
+  for n in "${NS[@]}"; do phases+=("stream@$n"); done
+  for phase in "${phases[@]}" batch lateness; do
     case $phase in
-      stream) rows=$N; tcmd="tidemark stream $STREAM_FLAGS"; dcmd="duck ingest (read_json -> COPY parquet zstd)" ;;
+      stream@*) rows=${phase#stream@}; tcmd="tidemark stream $STREAM_FLAGS"; dcmd="duck ingest (read_json -> COPY parquet zstd)" ;;
       batch) rows=$RAW_ROWS; tcmd="tidemark $BATCH_CMD"; dcmd="duck groupby (time_bucket 1m, page)" ;;
       lateness) rows=$RAW_ROWS; tcmd="tidemark lateness --format json"; dcmd="duck quantiles" ;;
     esac
     tw=$(median "$phase" tidemark 4); dw=$(median "$phase" duck 4)
     trate=$(rate "$rows" "$tw"); drate=$(rate "$rows" "$dw")
-    echo "| $phase | tidemark | \`$tcmd\` | $tw | $(mib "$(median "$phase" tidemark 5)") | $trate | $(ratio "$trate" "$drate") |"
-    echo "| $phase | DuckDB | $dcmd | $dw | $(mib "$(median "$phase" duck 5)") | $drate | |"
+    echo "| $phase | tidemark | \`$tcmd\` | $tw | $(cpm "$(median "$phase" tidemark 7)" "$rows") | $(mib "$(median "$phase" tidemark 5)") | $trate | $(ratio "$trate" "$drate") |"
+    echo "| $phase | DuckDB | $dcmd | $dw | $(cpm "$(median "$phase" duck 7)" "$rows") | $(mib "$(median "$phase" duck 5)") | $drate | |"
   done
   echo
   echo "SPEC §8 targets: stream >= 1.00 x DuckDB ingest; batch >= 0.50 x DuckDB group-by."
   echo "FAIL = the command did not build or exited non-zero (see the bench log)."
   echo
-  echo "<details><summary>all runs (phase, side, round, wall s, peak RSS KiB, ok)</summary>"
+  echo "<details><summary>all runs (phase, side, round, wall s, peak RSS KiB, ok, CPU s)</summary>"
   echo
   echo '```'
   cat "$TMP/runs.tsv"

@@ -23,7 +23,8 @@ version=$("$work/tidemark" --version | awk '{print $3}')
 (cd scripts/duck && go build -o "$work/duck" .)
 go run ./scripts/gen -events "${INTEROP_EVENTS:-20000}" -seed 7 -files 4 -rate 20 -out "$work/in" 2>"$work/gen.json"
 
-"$work/tidemark" stream --source "$work/in" --key page --key country --value value \
+# INTEROP_PAYLOAD_CODEC picks the lake's payload codec (default: the lake's default).
+"$work/tidemark" stream --source "$work/in" --key page --key country --value value ${INTEROP_PAYLOAD_CODEC:+--payload-codec "$INTEROP_PAYLOAD_CODEC"} \
   --arrival-field arrival_time --window 1m --lateness 1s --max-batch-rows 90 \
   --once --drain --lake "$work/lake" --progress "$work/progress.ndjson"
 # A 1 s budget drops many late rows: reconcile corrects their windows, so

@@ -39,6 +39,9 @@ type RunnerConfig struct {
 	Poll         bool          // local sources: rescans only, no fsnotify
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
 	MetricsAddr  string        // serve Prometheus metrics here; "" = off
+	// PayloadCodec compresses the lake's payload column; "" = the lake's
+	// recorded codec (lake.Config.PayloadCodec).
+	PayloadCodec lake.PayloadCodec
 
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
@@ -238,6 +241,8 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		Window:     cfg.Engine.Window,
 		Logger:     cfg.Logger,
 		Clock:      cfg.Clock,
+
+		PayloadCodec: cfg.PayloadCodec,
 	})
 	if err != nil {
 		return nil, err

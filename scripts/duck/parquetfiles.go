@@ -36,10 +36,15 @@ type parquetFilesReport struct {
 	CreatedBy []string `json:"created_by"`
 }
 
-// parquetFile is one Parquet file of a table and the codec it must have.
+// parquetFile is one Parquet file of a table and the codec it must have,
+// and its payload column (the lake's --payload-codec, named by the data
+// file: part-<uuid>.<codec>.parquet).
 type parquetFile struct {
-	path, codec string
+	path, codec, payload string
 }
+
+// payloadCodecs maps a data file name's codec to DuckDB's name for it.
+var payloadCodecs = map[string]string{"zstd": "ZSTD", "snappy": "SNAPPY", "lz4_raw": "LZ4_RAW"}
 
 // tableParquetFiles lists every Parquet file under a table directory (all
 // data files, active or not, and every checkpoint in _delta_log), sorted.
@@ -50,10 +55,14 @@ func tableParquetFiles(dir string) ([]parquetFile, error) {
 			return err
 		}
 		codec := "ZSTD" // SPEC §4.2: data files are zstd
+		payload := codec
 		if filepath.Base(filepath.Dir(p)) == "_delta_log" {
-			codec = "SNAPPY" // checkpoints, as Spark writes them
+			codec, payload = "SNAPPY", "SNAPPY" // checkpoints, as Spark writes them
+		} else {
+			name := strings.TrimSuffix(filepath.Base(p), ".parquet")
+			payload = payloadCodecs[name[strings.LastIndexByte(name, '.')+1:]]
 		}
-		out = append(out, parquetFile{p, codec})
+		out = append(out, parquetFile{p, codec, payload})
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
@@ -77,9 +86,10 @@ func checkParquetFiles(ctx context.Context, db *sql.DB, rep *interopReport, name
 		return pr
 	}
 	codec := map[string]string{}
+	payload := map[string]string{}
 	var paths []string
 	for _, f := range files {
-		codec[f.path] = f.codec
+		codec[f.path], payload[f.path] = f.codec, f.payload
 		paths = append(paths, f.path)
 		if f.codec == "SNAPPY" {
 			pr.Checkpoints++
@@ -138,7 +148,11 @@ func checkParquetFiles(ctx context.Context, db *sql.DB, rep *interopReport, name
 		}
 		pr.Chunks++
 		rel := relPath(dir, f)
-		if want := codec[f]; comp != want {
+		want := codec[f]
+		if col == "payload" {
+			want = payload[f]
+		}
+		if comp != want {
 			rep.fail(name, "%s: column %s is %s, want %s", rel, col, comp, want)
 		}
 		for _, e := range strings.Split(encs, ",") {
