@@ -33,6 +33,9 @@ type SourceState struct {
 
 // State returns a deep copy of the engine's state, deterministic in order.
 func (e *Engine) State() *State {
+	if e.disk != nil {
+		return e.diskStateCopy()
+	}
 	st := &State{
 		Window:       e.cfg.Window,
 		Watermark:    e.w,
@@ -109,13 +112,7 @@ var errStateTruncated = errors.New("stream: state truncated or malformed")
 // a CRC-32C of everything before it.
 func (s *State) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 64+len(s.Sources)*32+len(s.Open)*48)
-	b = append(b, stateMagic...)
-	b = binary.AppendVarint(b, s.Window.Size)
-	b = binary.AppendVarint(b, s.Window.Slide)
-	b = appendBool(b, s.HasWatermark)
-	b = binary.AppendVarint(b, s.Watermark)
-	b = appendSources(b, s.Sources)
-	b = binary.AppendUvarint(b, uint64(len(s.Open)))
+	b = appendSnapshotHeader(b, s.Window, s.HasWatermark, s.Watermark, s.Sources, int64(len(s.Open)))
 	for _, r := range s.Open {
 		b = appendResult(b, r)
 	}
@@ -125,29 +122,45 @@ func (s *State) MarshalBinary() ([]byte, error) {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MarshalSnapshot encodes the engine's state in State's encoding, straight
-// from the engine: no copy of the state and no sort (open pairs come by
-// window, and within a window in the engine's own order, which
-// UnmarshalBinary and New accept). It is how the checkpoint writes
-// snapshots; State is for callers that want the canonical, sorted form.
+// from the engine: no copy of the state. Pairs come by window and within a
+// window by key, each window's list sorted in place (mostly sorted already
+// from the last snapshot), so the bytes are MarshalBinary's of State and
+// the same as the Pebble store's scan writes: the checkpoint does not
+// depend on the store.
 func (e *Engine) MarshalSnapshot() []byte {
+	if e.disk != nil {
+		data, err := e.State().MarshalBinary()
+		if err != nil {
+			panic(err) // MarshalBinary never fails
+		}
+		return data
+	}
 	open := e.index.Len()
 	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, e.keyIDs.Len())))))
-	b = append(b, stateMagic...)
-	b = binary.AppendVarint(b, e.cfg.Window.Size)
-	b = binary.AppendVarint(b, e.cfg.Window.Slide)
-	b = appendBool(b, e.hasW)
-	b = binary.AppendVarint(b, e.w)
-	b = appendSources(b, e.sourceStates(nil))
-	b = binary.AppendUvarint(b, uint64(open))
+	b = appendSnapshotHeader(b, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), int64(open))
 	size := e.cfg.Window.Size
 	for _, bk := range e.buckets {
 		win := tidemark.Window{Start: bk.start, End: bk.start + size}
+		slices.SortFunc(bk.slots, func(a, b int32) int {
+			return e.keys[e.slots[a].key].key.Compare(e.keys[e.slots[b].key].key)
+		})
 		for _, idx := range bk.slots {
 			s := &e.slots[idx]
 			b = appendResult(b, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// appendSnapshotHeader appends what precedes the open pairs in a snapshot.
+func appendSnapshotHeader(b []byte, spec tidemark.WindowSpec, hasW bool, w int64, srcs []SourceState, open int64) []byte {
+	b = append(b, stateMagic...)
+	b = binary.AppendVarint(b, spec.Size)
+	b = binary.AppendVarint(b, spec.Slide)
+	b = appendBool(b, hasW)
+	b = binary.AppendVarint(b, w)
+	b = appendSources(b, srcs)
+	return binary.AppendUvarint(b, uint64(open))
 }
 
 // UnmarshalBinary decodes what MarshalBinary wrote, replacing s. It checks
@@ -249,6 +262,24 @@ func (d *decoder) sources() []SourceState {
 		srcs = append(srcs, src)
 	}
 	return srcs
+}
+
+// skipResult checks one encoded result without decoding it.
+func (d *decoder) skipResult() {
+	d.varint()
+	d.varint()
+	if n := d.uvarint(); n > uint64(len(d.b)) {
+		d.fail()
+	} else {
+		d.b = d.b[n:]
+	}
+	d.varint()
+	d.varint()
+	if len(d.b) < 32 {
+		d.fail()
+		return
+	}
+	d.b = d.b[32:]
 }
 
 func (d *decoder) result() tidemark.Result {

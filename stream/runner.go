@@ -38,6 +38,7 @@ type RunnerConfig struct {
 	Poll         bool          // local sources: rescans only, no fsnotify
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
 	MetricsAddr  string        // serve Prometheus metrics here; "" = off
+	State        StateOptions  // where the open state lives: memory (default) or a local Pebble database
 
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
@@ -219,7 +220,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 			cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
 		}
 	}
-	if r.engine, err = rec.engine(cfg.Engine); err != nil {
+	if r.engine, err = rec.openEngine(cfg.Engine, cfg.State, r.id); err != nil {
 		return nil, err
 	}
 	if rec.pending != nil {
@@ -252,7 +253,7 @@ func (r *runner) close() error {
 		errs = append(errs, s.Close())
 	}
 	r.sources = nil
-	errs = append(errs, r.lock.release(), r.metrics.stop())
+	errs = append(errs, r.engine.Close(), r.lock.release(), r.metrics.stop())
 	r.lock = nil
 	return errors.Join(errs...)
 }

@@ -1,0 +1,819 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"tidemark"
+)
+
+// StateStore names where a stream keeps its open (window, key) aggregates.
+type StateStore string
+
+const (
+	// StateMemory keeps them in the engine's slab on the heap (the default).
+	StateMemory StateStore = "memory"
+	// StatePebble keeps them in a local Pebble database; the engine holds
+	// only the pairs the current batch touches.
+	StatePebble StateStore = "pebble"
+)
+
+// StateOptions chooses the store of the open state (--state-store,
+// --state-dir). The checkpoint stays the durable record either way: a
+// Pebble database is a local working copy of the state after the last
+// committed batch, reused at a restart only when it provably is that state.
+type StateOptions struct {
+	Store StateStore // "" means StateMemory
+	// Dir is the Pebble database's directory; "" means
+	// <user cache dir>/tidemark/state/<stream id>. It must be local, empty
+	// or a directory this store made; one stream uses it at a time.
+	Dir string
+}
+
+func (o StateOptions) validate() error {
+	switch o.Store {
+	case "", StateMemory:
+		if o.Dir != "" {
+			return errors.New("stream: --state-dir needs --state-store pebble")
+		}
+	case StatePebble:
+	default:
+		return fmt.Errorf("stream: unknown --state-store %q (memory or pebble)", o.Store)
+	}
+	return nil
+}
+
+// The Pebble database holds one entry per open (window, key) and a marker:
+//
+//	'p' + big-endian (window start ^ sign bit) + orderedKey(key) -> the aggregate
+//	'm'                                                           -> diskMarker
+//
+// so keys sort by window start, then by key in Key.Compare's order: closing
+// windows is a range scan from the first open window start to the new last
+// closed one, and a snapshot is one scan in the order the memory store
+// writes it. The marker is written in the same Pebble batch as the pairs it
+// describes.
+const (
+	pairPrefix = 'p'
+	markerName = "m"
+)
+
+// Pebble's memory: the block cache and the memtable. Both are small next to
+// the batch pipeline; the state's bulk is on disk, paged in by the cache.
+const (
+	pebbleCacheBytes    = 32 << 20
+	pebbleMemTableBytes = 16 << 20
+)
+
+// ownerFile marks a directory this store created, so a damaged database is
+// removed and rebuilt only where it is provably ours.
+const ownerFile = "TIDEMARK_STATE"
+
+// diskState is the Pebble side of an Engine using StatePebble.
+type diskState struct {
+	db  *pebble.DB
+	dir string
+
+	open int64 // open pairs in db (closed ones not yet deleted excluded)
+	// Pairs starting at or before closedTo are closed: the scan that closed
+	// them emitted them, and the next flush deletes them.
+	closedTo  int64
+	hasClosed bool
+
+	flushed bool // memory holds only pairs already in db: the next batch evicts them
+	reused  bool // opened on a database whose marker matched the last commit
+	kbuf    []byte
+	vbuf    []byte
+}
+
+// diskMarker is what the database says about itself: whose state, after
+// which committed batch, and the non-pair part of that state.
+type diskMarker struct {
+	StreamID     string
+	BatchID      int64
+	Token        uint32 // stateRef.Token of the batch: CRC-32C of its changes
+	Window       tidemark.WindowSpec
+	Watermark    int64
+	HasWatermark bool
+	Sources      []SourceState
+	Open         int64
+}
+
+const markerMagic = "TMPB\x01"
+
+func (m *diskMarker) marshal() []byte {
+	b := append([]byte(nil), markerMagic...)
+	b = appendString(b, m.StreamID)
+	b = binary.AppendVarint(b, m.BatchID)
+	b = binary.LittleEndian.AppendUint32(b, m.Token)
+	b = binary.AppendVarint(b, m.Window.Size)
+	b = binary.AppendVarint(b, m.Window.Slide)
+	b = appendBool(b, m.HasWatermark)
+	b = binary.AppendVarint(b, m.Watermark)
+	b = appendSources(b, m.Sources)
+	b = binary.AppendVarint(b, m.Open)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+func (m *diskMarker) unmarshal(data []byte) error {
+	d, err := openFramed(data, markerMagic, "local state marker")
+	if err != nil {
+		return err
+	}
+	var out diskMarker
+	out.StreamID = d.string()
+	out.BatchID = d.varint()
+	if len(d.b) < 4 {
+		d.fail()
+	} else {
+		out.Token = binary.LittleEndian.Uint32(d.b)
+		d.b = d.b[4:]
+	}
+	out.Window.Size = d.varint()
+	out.Window.Slide = d.varint()
+	out.HasWatermark = d.bool()
+	out.Watermark = d.varint()
+	out.Sources = d.sources()
+	out.Open = d.varint()
+	if err := d.finish("local state marker"); err != nil {
+		return err
+	}
+	*m = out
+	return nil
+}
+
+// pairKey appends the database key of (start, key) to dst.
+func pairKey(dst []byte, start int64, key tidemark.Key) []byte {
+	dst = append(dst, pairPrefix)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(start)^(1<<63))
+	return appendOrderedKeyChecked(dst, key)
+}
+
+// appendOrderedKey encodes key so that bytewise order is Key.Compare's:
+// per part 0x00 (null) or 0x01, the value with 0x00 escaped as 0x00 0xff,
+// and 0x00 0x01 as terminator; bytes after the last well-formed part (keys
+// MakeKey never makes) as 0x02 and the same escaping.
+func appendOrderedKey(dst []byte, key tidemark.Key) []byte {
+	parts := key.Parts()
+	wellFormed := 0
+	for _, p := range parts {
+		if p.Null {
+			dst = append(dst, 0)
+			wellFormed++
+			continue
+		}
+		dst = appendEscaped(append(dst, 1), p.Value)
+		wellFormed += 1 + uvarintLen(uint64(len(p.Value))) + len(p.Value)
+	}
+	if wellFormed < len(key) {
+		dst = appendEscaped(append(dst, 2), string(key[wellFormed:]))
+	}
+	return dst
+}
+
+// appendOrderedKeyChecked is appendOrderedKey for any key: one whose parts
+// do not re-encode to its own prefix (a non-minimal length, never made by
+// MakeKey) is stored whole as one malformed tail, which decodes back.
+func appendOrderedKeyChecked(dst []byte, key tidemark.Key) []byte {
+	parts := key.Parts()
+	enc := tidemark.AppendKey(nil, parts...)
+	if len(enc) > len(key) || string(enc) != string(key[:len(enc)]) {
+		return appendEscaped(append(dst, 2), string(key))
+	}
+	return appendOrderedKey(dst, key)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+func appendEscaped(dst []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if v[i] == 0 {
+			dst = append(dst, 0, 0xff)
+		} else {
+			dst = append(dst, v[i])
+		}
+	}
+	return append(dst, 0, 1)
+}
+
+// decodePairKey inverts pairKey.
+func decodePairKey(k []byte) (int64, tidemark.Key, error) {
+	if len(k) < 9 || k[0] != pairPrefix {
+		return 0, "", errors.New("stream: local state: bad pair key")
+	}
+	start := int64(binary.BigEndian.Uint64(k[1:9]) ^ (1 << 63))
+	var out []byte
+	for b := k[9:]; len(b) > 0; {
+		tag := b[0]
+		b = b[1:]
+		if tag == 0 {
+			out = append(out, 0)
+			continue
+		}
+		if tag > 2 {
+			return 0, "", errors.New("stream: local state: bad key part")
+		}
+		var v []byte
+		for {
+			if len(b) < 2 && (len(b) == 0 || b[0] == 0) {
+				return 0, "", errors.New("stream: local state: unterminated key part")
+			}
+			if b[0] != 0 {
+				v = append(v, b[0])
+				b = b[1:]
+				continue
+			}
+			if b[1] == 0xff {
+				v = append(v, 0)
+				b = b[2:]
+				continue
+			}
+			if b[1] != 1 {
+				return 0, "", errors.New("stream: local state: bad key escape")
+			}
+			b = b[2:]
+			break
+		}
+		if tag == 1 {
+			out = tidemark.AppendKeyPart(out, string(v), false)
+		} else {
+			out = append(out, v...)
+		}
+	}
+	return start, tidemark.Key(out), nil
+}
+
+func appendAgg(b []byte, a tidemark.Agg) []byte {
+	b = binary.AppendVarint(b, a.Count)
+	b = binary.AppendVarint(b, a.Values)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Sum))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Comp))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Min))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Max))
+}
+
+func decodeAgg(v []byte) (tidemark.Agg, error) {
+	d := decoder{b: v}
+	var a tidemark.Agg
+	a.Count = d.varint()
+	a.Values = d.varint()
+	a.Sum = math.Float64frombits(d.uint64())
+	a.Comp = math.Float64frombits(d.uint64())
+	a.Min = math.Float64frombits(d.uint64())
+	a.Max = math.Float64frombits(d.uint64())
+	if err := d.finish("local state aggregate"); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// quietLogger keeps Pebble's informational lines (compactions, WAL
+// recycling) off the stream's stderr; errors still show.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// defaultStateDir is where a stream's Pebble state lives without --state-dir.
+func defaultStateDir(streamID string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("stream: no --state-dir and no user cache directory: %w", err)
+	}
+	return filepath.Join(base, "tidemark", "state", streamID), nil
+}
+
+// openPebble opens (creating) the database in dir. A directory holding
+// something else is refused; a database of ours that Pebble cannot open
+// (damaged files) is removed and created anew: it is only a working copy.
+func openPebble(dir string) (*pebble.DB, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("stream: create --state-dir %s: %w", dir, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("stream: read --state-dir %s: %w", dir, err)
+	}
+	_, statErr := os.Stat(filepath.Join(dir, ownerFile))
+	ours := statErr == nil
+	if len(ents) > 0 && !ours {
+		return nil, fmt.Errorf("stream: --state-dir %s is not empty and was not made by tidemark; give an empty or new directory", dir)
+	}
+	if !ours {
+		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte("tidemark stream state (Pebble): a local copy of the checkpoint's state, safe to delete while the stream is stopped\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("stream: --state-dir %s: %w", dir, err)
+		}
+	}
+	opts := func() *pebble.Options {
+		return &pebble.Options{
+			CacheSize:    pebbleCacheBytes,
+			MemTableSize: pebbleMemTableBytes,
+			Logger:       quietLogger{},
+			// The plain filesystem: Pebble's default wraps it with disk-health
+			// checks whose goroutine a failed Open never stops.
+			FS: vfs.Default,
+		}
+	}
+	db, err := pebble.Open(filepath.Join(dir, "db"), opts())
+	if err == nil {
+		return db, nil
+	}
+	if errors.Is(err, fs.ErrPermission) || isLockError(err) {
+		return nil, fmt.Errorf("stream: open local state %s: %w", dir, err)
+	}
+	// Damaged: drop it, the checkpoint rebuilds it.
+	if rmErr := os.RemoveAll(filepath.Join(dir, "db")); rmErr != nil {
+		return nil, fmt.Errorf("stream: local state %s is damaged (%v) and cannot be removed: %w", dir, err, rmErr)
+	}
+	db, err2 := pebble.Open(filepath.Join(dir, "db"), opts())
+	if err2 != nil {
+		return nil, fmt.Errorf("stream: open local state %s: %w", dir, err2)
+	}
+	return db, nil
+}
+
+// isLockError reports whether Pebble failed because another process holds
+// the database: never a reason to delete it.
+func isLockError(err error) bool {
+	return bytes.Contains([]byte(err.Error()), []byte("lock"))
+}
+
+// readMarker returns the database's marker; ok is false when it has none
+// or an unreadable one.
+func (d *diskState) readMarker() (diskMarker, bool) {
+	var m diskMarker
+	v, closer, err := d.db.Get([]byte(markerName))
+	if err != nil {
+		return m, false
+	}
+	defer closer.Close()
+	if m.unmarshal(v) != nil {
+		return m, false
+	}
+	return m, true
+}
+
+// get returns the stored aggregate of (start, key).
+func (d *diskState) get(start int64, key tidemark.Key) (tidemark.Agg, bool, error) {
+	d.kbuf = pairKey(d.kbuf[:0], start, key)
+	v, closer, err := d.db.Get(d.kbuf)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return tidemark.Agg{}, false, nil
+	}
+	if err != nil {
+		return tidemark.Agg{}, false, fmt.Errorf("stream: local state %s: %w", d.dir, err)
+	}
+	a, err := decodeAgg(v)
+	closer.Close()
+	if err != nil {
+		return a, false, fmt.Errorf("stream: local state %s: %w", d.dir, err)
+	}
+	return a, true, nil
+}
+
+// lowerBound is where open pairs start in key order.
+func (d *diskState) lowerBound() []byte {
+	if !d.hasClosed {
+		return []byte{pairPrefix}
+	}
+	return pairKey(nil, d.closedTo+1, "")
+}
+
+// scan calls fn for each pair with lower bound <= key < upper, in order.
+func scanPairs(r pebble.Reader, lower, upper []byte, fn func(start int64, key tidemark.Key, agg tidemark.Agg) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		start, key, err := decodePairKey(it.Key())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		agg, err := decodeAgg(v)
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if err := fn(start, key, agg); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
+// wipe empties the database: pairs and marker.
+func (d *diskState) wipe() error {
+	b := d.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange([]byte{0}, []byte{0xff}, nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("stream: clear local state %s: %w", d.dir, err)
+	}
+	d.open, d.hasClosed = 0, false
+	return nil
+}
+
+// diskBit in slot.seqf marks a pair the Pebble store also holds (loaded
+// from it), so closing it counts it off the store's pairs.
+const diskBit = 1 << 30
+
+// fetch gives a new slot for (start, key) its stored aggregate, when the
+// Pebble store has one.
+func (e *Engine) fetch(idx int32, start int64, key tidemark.Key) {
+	if e.disk == nil {
+		return
+	}
+	agg, ok, err := e.disk.get(start, key)
+	if err != nil {
+		e.failDisk(err)
+	}
+	if ok {
+		s := &e.slots[idx]
+		s.agg = agg
+		s.seqf |= diskBit
+		return
+	}
+	e.memNew++
+}
+
+// failDisk records the first failed read of the Pebble store (Err reports
+// it) and deletes the store's marker, durably, so the next start rebuilds
+// the database from the checkpoint instead of failing on it again.
+func (e *Engine) failDisk(err error) {
+	if e.diskErr != nil {
+		return
+	}
+	e.diskErr = err
+	_ = e.disk.db.Delete([]byte(markerName), pebble.Sync) // best effort: a store this broken may refuse
+}
+
+// closeDisk appends, final, every stored pair starting at or before hi that
+// the engine does not hold (those it holds close with the slab), and marks
+// them closed: the next flush deletes them.
+func (e *Engine) closeDisk(hi int64, out []tidemark.Result, emit bool) []tidemark.Result {
+	d := e.disk
+	if d.hasClosed && hi <= d.closedTo {
+		return out
+	}
+	size := e.cfg.Window.Size
+	err := scanPairs(d.db, d.lowerBound(), pairKey(nil, hi+1, ""), func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+		if pos, found := e.findBucket(start, 0); found {
+			if kid, known := e.keyIDs.get(e.keys, key); known {
+				if _, held := e.index.get(e.slots, e.buckets[pos].seq, kid); held {
+					return nil // the slab's copy is newer and closes there
+				}
+			}
+		}
+		d.open--
+		if emit {
+			out = append(out, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg, Final: true})
+		}
+		return nil
+	})
+	if err != nil {
+		e.failDisk(fmt.Errorf("stream: local state %s: close windows: %w", d.dir, err))
+	}
+	d.closedTo, d.hasClosed = hi, true
+	return out
+}
+
+// flushDisk writes what the slab holds to the Pebble store in one Pebble
+// batch: every pair it holds (all touched since the last flush), the
+// deletion of closed pairs, and the marker (deleted when m is nil, so a
+// database between markers is never mistaken for a committed state).
+func (e *Engine) flushDisk(m *diskMarker) error {
+	d := e.disk
+	if e.diskErr != nil {
+		return e.diskErr
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	if d.hasClosed {
+		if err := b.DeleteRange([]byte{pairPrefix}, pairKey(nil, d.closedTo+1, ""), nil); err != nil {
+			return err
+		}
+	}
+	for _, bk := range e.buckets {
+		for _, idx := range bk.slots {
+			s := &e.slots[idx]
+			d.kbuf = pairKey(d.kbuf[:0], bk.start, e.keys[s.key].key)
+			d.vbuf = appendAgg(d.vbuf[:0], s.agg)
+			if err := b.Set(d.kbuf, d.vbuf, nil); err != nil {
+				return err
+			}
+		}
+	}
+	open := d.open + e.memNew
+	if m != nil {
+		m.Open = open
+		if err := b.Set([]byte(markerName), m.marshal(), nil); err != nil {
+			return err
+		}
+	} else if err := b.Delete([]byte(markerName), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("stream: write local state %s: %w", d.dir, err)
+	}
+	d.open, e.memNew = open, 0
+	for _, bk := range e.buckets {
+		for _, idx := range bk.slots {
+			e.slots[idx].seqf |= diskBit
+		}
+	}
+	d.flushed = true
+	return nil
+}
+
+// evict empties the slab after a flush: the next batch holds only what it
+// touches. Capacity is kept (a batch touches about as many pairs as the
+// last), and the tables are cleared in place.
+func (e *Engine) evict() {
+	for i := range e.buckets {
+		e.spare = append(e.spare, e.buckets[i].slots[:0])
+	}
+	e.buckets = e.buckets[:0]
+	e.slots, e.free = e.slots[:0], e.free[:0]
+	e.keys, e.freeKeys = e.keys[:0], e.freeKeys[:0]
+	e.seqs, e.nextSeq = e.seqs[:0], 0
+	e.keyIDs.clear()
+	e.index.clear()
+	e.keyBytes = 0
+	e.changed = e.changed[:0]
+	e.disk.flushed = false
+}
+
+// diskMarkerFor is the marker of the engine's state after batch id.
+func (e *Engine) diskMarkerFor(streamID string, id int64, token uint32, override *State) *diskMarker {
+	m := &diskMarker{StreamID: streamID, BatchID: id, Token: token, Window: e.cfg.Window,
+		Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil)}
+	if override != nil {
+		m.Watermark, m.HasWatermark, m.Sources = override.Watermark, override.HasWatermark, override.Sources
+	}
+	return m
+}
+
+// writeDiskSnapshot streams the snapshot of a flushed Pebble engine to w:
+// the encoding MarshalSnapshot gives, pair by pair from a scan of the
+// store, through a 64 KiB buffer. It returns the bytes written and their
+// CRC-32C (the frame's last four bytes included in the count, not the sum).
+func (e *Engine) writeDiskSnapshot(r pebble.Reader, open int64, w io.Writer) (int64, uint32, error) {
+	var n int64
+	var sum uint32
+	buf := make([]byte, 0, 64<<10)
+	flush := func() error {
+		sum = crc32.Update(sum, castagnoli, buf)
+		k, err := w.Write(buf)
+		n += int64(k)
+		buf = buf[:0]
+		return err
+	}
+	buf = appendSnapshotHeader(buf, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), open)
+	size := e.cfg.Window.Size
+	var count int64
+	err := scanPairs(r, e.disk.lowerBound(), []byte{pairPrefix + 1}, func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+		count++
+		buf = appendResult(buf, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg})
+		if len(buf) >= 60<<10 {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return n, 0, fmt.Errorf("stream: local state %s: snapshot: %w", e.disk.dir, err)
+	}
+	if count != open {
+		return n, 0, fmt.Errorf("stream: local state %s holds %d open pairs, its count says %d", e.disk.dir, count, open)
+	}
+	if err := flush(); err != nil {
+		return n, 0, err
+	}
+	k, err := w.Write(binary.LittleEndian.AppendUint32(nil, sum))
+	return n + int64(k), sum, err
+}
+
+// bytes is the store's size on disk (tables, WAL, manifest).
+func (d *diskState) bytes() int64 {
+	return int64(d.db.Metrics().DiskSpaceUsage())
+}
+
+// openDiskEngine returns an engine on the Pebble state of stream streamID
+// holding the state of commit (cs its checkpointed state; both nil on a
+// fresh checkpoint). The database is reused when its marker names this
+// stream, this batch, this batch's changes and these windows; anything
+// else (stale, foreign, another checkpoint's, damaged, half rebuilt) is
+// emptied and rebuilt from cs, streaming the snapshot's pairs in.
+func openDiskEngine(cfg Config, opts StateOptions, streamID string, commit *commitEntry, cs *committedState) (*Engine, error) {
+	e, err := New(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = defaultStateDir(streamID); err != nil {
+			return nil, err
+		}
+	}
+	db, err := openPebble(dir)
+	if err != nil {
+		return nil, err
+	}
+	e.disk = &diskState{db: db, dir: dir}
+	if err := e.resumeDisk(streamID, commit, cs); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	return e, nil
+}
+
+func (e *Engine) resumeDisk(streamID string, commit *commitEntry, cs *committedState) error {
+	d := e.disk
+	m, ok := d.readMarker()
+	if ok && commit != nil && commit.State != nil && m.StreamID == streamID && m.BatchID == commit.BatchID &&
+		m.Token == commit.State.Token && m.Window == e.cfg.Window {
+		e.setDiskHeader(m.Watermark, m.HasWatermark, m.Sources)
+		d.open, d.reused = m.Open, true
+		return nil
+	}
+	if err := d.wipe(); err != nil {
+		return err
+	}
+	if cs == nil {
+		return nil
+	}
+	st := cs.snapshot
+	if st.Window.Normalized() != e.cfg.Window {
+		return fmt.Errorf("window spec %d/%dµs differs from the configured %d/%dµs",
+			st.Window.Size, st.Window.Slide, e.cfg.Window.Size, e.cfg.Window.Slide)
+	}
+	e.setDiskHeader(st.Watermark, st.HasWatermark, st.Sources)
+	if err := e.loadDiskPairs(cs); err != nil {
+		return err
+	}
+	var token uint32
+	if commit.State != nil {
+		token = commit.State.Token
+	}
+	marker := func(last bool) *diskMarker {
+		if !last {
+			return nil
+		}
+		return e.diskMarkerFor(streamID, commit.BatchID, token, nil)
+	}
+	if err := e.flushDisk(marker(len(cs.changelogs) == 0)); err != nil {
+		return err
+	}
+	for i, ch := range cs.changelogs {
+		e.evict()
+		if err := e.Apply(ch); err != nil {
+			return fmt.Errorf("replay changelog %d of %d: %w", i+1, len(cs.changelogs), err)
+		}
+		if err := e.flushDisk(marker(i == len(cs.changelogs)-1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setDiskHeader sets the watermark and sources of a Pebble engine; every
+// stored pair is in a window the watermark has not closed.
+func (e *Engine) setDiskHeader(w int64, hasW bool, srcs []SourceState) {
+	e.w, e.hasW = tidemark.MinTime, hasW
+	if hasW {
+		e.w = w
+	}
+	e.sources = make(map[string]*source, len(srcs))
+	for _, s := range srcs {
+		e.sources[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
+	}
+	size := e.cfg.Window.Size
+	e.disk.hasClosed = e.hasW && e.w >= tidemark.MinTime+size
+	if e.disk.hasClosed {
+		e.disk.closedTo = e.w - size
+	}
+}
+
+// loadDiskPairs writes the snapshot's pairs into the (empty) store in
+// Pebble batches of a few MiB, decoding one pair at a time.
+func (e *Engine) loadDiskPairs(cs *committedState) error {
+	d := e.disk
+	size := e.cfg.Window.Size
+	b := d.db.NewBatch()
+	defer func() { b.Close() }()
+	put := func(r tidemark.Result) error {
+		if r.Window.End-r.Window.Start != size {
+			return fmt.Errorf("open window %v does not match the window size %dµs", r.Window, size)
+		}
+		if e.closes(r.Window.Start) {
+			return fmt.Errorf("open window %v is already closed by the watermark %d", r.Window, e.w)
+		}
+		d.kbuf = pairKey(d.kbuf[:0], r.Window.Start, r.Key)
+		d.vbuf = appendAgg(d.vbuf[:0], r.Agg)
+		if err := b.Set(d.kbuf, d.vbuf, nil); err != nil {
+			return err
+		}
+		d.open++
+		if b.Len() < 4<<20 {
+			return nil
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		b.Close()
+		b = d.db.NewBatch()
+		return nil
+	}
+	if cs.pairs != nil {
+		dec := decoder{b: cs.pairs}
+		for range cs.n {
+			if err := put(dec.result()); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, r := range cs.snapshot.Open {
+			if err := put(r); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("stream: write local state %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+// diskStateCopy is State for a Pebble engine: the stored pairs, with the
+// slab's newer copies, sorted. It holds the whole state in memory: for
+// inspection and tests, never on the batch path.
+func (e *Engine) diskStateCopy() *State {
+	st := &State{Window: e.cfg.Window, Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil)}
+	size := e.cfg.Window.Size
+	err := scanPairs(e.disk.db, e.disk.lowerBound(), []byte{pairPrefix + 1}, func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+		if pos, found := e.findBucket(start, 0); found {
+			if kid, known := e.keyIDs.get(e.keys, key); known {
+				if _, held := e.index.get(e.slots, e.buckets[pos].seq, kid); held {
+					return nil
+				}
+			}
+		}
+		st.Open = append(st.Open, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg})
+		return nil
+	})
+	if err != nil {
+		e.failDisk(fmt.Errorf("stream: local state %s: %w", e.disk.dir, err))
+	}
+	for _, b := range e.buckets {
+		win := tidemark.Window{Start: b.start, End: b.start + size}
+		for _, idx := range b.slots {
+			s := &e.slots[idx]
+			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
+		}
+	}
+	slices.SortFunc(st.Open, tidemark.CompareResults)
+	return st
+}
+
+// afterDrain returns the engine to keep after the drain batch committed
+// after: a fresh memory engine holding it, or this Pebble engine (its store
+// emptied by the drain's flush) with the watermark set back from +infinity.
+func (e *Engine) afterDrain(cfg Config, after *State) (*Engine, error) {
+	if e.disk == nil {
+		return New(cfg, after)
+	}
+	e.evict()
+	e.setDiskHeader(after.Watermark, after.HasWatermark, after.Sources)
+	return e, nil
+}
