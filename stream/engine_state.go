@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -139,17 +140,78 @@ func (e *Engine) MarshalSnapshot() []byte {
 	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, e.keyIDs.Len())))))
 	b = appendSnapshotHeader(b, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), int64(open))
 	size := e.cfg.Window.Size
+	var order []keyOrder
 	for _, bk := range e.buckets {
 		win := tidemark.Window{Start: bk.start, End: bk.start + size}
-		slices.SortFunc(bk.slots, func(a, b int32) int {
-			return e.keys[e.slots[a].key].key.Compare(e.keys[e.slots[b].key].key)
-		})
+		order = e.sortSlots(bk.slots, order)
 		for _, idx := range bk.slots {
 			s := &e.slots[idx]
 			b = appendResult(b, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// keyOrder is a slot with the first eight bytes of its key's ordered
+// encoding (appendOrderedKey), which decide most comparisons without
+// touching the key.
+type keyOrder struct {
+	prefix uint64
+	idx    int32
+}
+
+// sortSlots sorts a window's slot list by key, in place, through buf.
+func (e *Engine) sortSlots(slots []int32, buf []keyOrder) []keyOrder {
+	buf = buf[:0]
+	var scratch [16]byte
+	for _, idx := range slots {
+		buf = append(buf, keyOrder{prefix: orderedPrefix(e.keys[e.slots[idx].key].key, scratch[:0]), idx: idx})
+	}
+	slices.SortFunc(buf, func(a, b keyOrder) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		return e.keys[e.slots[a.idx].key].key.Compare(e.keys[e.slots[b.idx].key].key)
+	})
+	for i, o := range buf {
+		slots[i] = o.idx
+	}
+	return buf
+}
+
+// orderedPrefix returns the first eight bytes of appendOrderedKey(key) as a
+// big-endian number (zero-padded), so prefixes order as keys do wherever
+// they differ. Single-byte-length values and nulls are encoded in place;
+// anything else goes through appendOrderedKeyChecked.
+func orderedPrefix(key tidemark.Key, dst []byte) uint64 {
+	s := string(key)
+	for len(dst) < 8 && len(s) > 0 {
+		switch {
+		case s[0] == 0:
+			dst = append(dst, 0)
+			s = s[1:]
+		case s[0] == 1 && len(s) >= 2 && s[1] < 0x80 && int(s[1]) <= len(s)-2:
+			dst = append(dst, 1)
+			for _, c := range []byte(s[2 : 2+int(s[1])]) {
+				if c == 0 {
+					dst = append(dst, 0, 0xff)
+				} else {
+					dst = append(dst, c)
+				}
+				if len(dst) >= 8 {
+					break
+				}
+			}
+			dst = append(dst, 0, 1)
+			s = s[2+int(s[1]):]
+		default:
+			dst = appendOrderedKeyChecked(dst[:0], key)
+			s = ""
+		}
+	}
+	var b [8]byte
+	copy(b[:], dst)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // appendSnapshotHeader appends what precedes the open pairs in a snapshot.
