@@ -326,6 +326,7 @@ func (r recovered) openEngine(cfg Config, opts StateOptions, streamID string) (*
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	applyMemoryLimit(opts.MemoryLimit, 0)
 	if opts.Store != StatePebble {
 		return r.engine(cfg)
 	}

@@ -271,8 +271,8 @@ func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemar
 		return err
 	}
 	res := r.engine.Process(recs, readTime)
-	if err := r.engine.Err(); err != nil {
-		return err // a failed read of the Pebble state: nothing of the batch is committed
+	if err := r.afterProcess(); err != nil {
+		return err
 	}
 	if err := r.commit(ctx, entry, recs, res, nil); err != nil {
 		return err

@@ -30,7 +30,7 @@ func (r *runner) drain(ctx context.Context) error {
 func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
 	w, hasW := r.engine.w, r.engine.hasW
 	res := r.engine.Drain()
-	if err := r.engine.Err(); err != nil {
+	if err := r.afterProcess(); err != nil {
 		return err
 	}
 	after := r.engine.State() // empty but for the sources: Drain closed every window
@@ -85,7 +85,7 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 		return err
 	}
 	res := r.engine.Process(recs, frozen)
-	if err := r.engine.Err(); err != nil {
+	if err := r.afterProcess(); err != nil {
 		return fmt.Errorf("replay batch %d: %w", entry.BatchID, err)
 	}
 	if err := r.commit(ctx, *entry, recs, res, nil); err != nil {
