@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"tidemark"
@@ -331,7 +332,7 @@ func openPebble(dir string) (*pebble.DB, error) {
 		}
 	}
 	opts := func() *pebble.Options {
-		return &pebble.Options{
+		o := &pebble.Options{
 			CacheSize:    pebbleCacheBytes,
 			MemTableSize: pebbleMemTableBytes,
 			Logger:       quietLogger{},
@@ -339,6 +340,13 @@ func openPebble(dir string) (*pebble.DB, error) {
 			// checks whose goroutine a failed Open never stops.
 			FS: vfs.Default,
 		}
+		// Bloom filters: most lookups of a batch are for pairs that do not
+		// exist yet (a user's first event in a window), answered without
+		// reading a data block.
+		for i := range o.Levels {
+			o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		}
+		return o
 	}
 	db, err := pebble.Open(filepath.Join(dir, "db"), opts())
 	if err == nil {
