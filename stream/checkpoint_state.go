@@ -79,22 +79,17 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 		return ref, c.put(ctx, ref.File, changes)
 	}
 	ref.File = snapshotKey(id)
-	if override == nil && eng.disk != nil {
-		n, sum, err := c.putDiskSnapshot(ctx, ref.File, eng)
+	if override == nil {
+		n, sum, err := c.putSnapshot(ctx, ref.File, eng)
 		if err != nil {
 			return nil, err
 		}
 		ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
 		return ref, nil
 	}
-	var data []byte
-	if override == nil {
-		data = eng.MarshalSnapshot()
-	} else {
-		var err error
-		if data, err = override.MarshalBinary(); err != nil {
-			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
-		}
+	data, err := override.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
 	}
 	ref.SnapshotBytes = int64(len(data))
 	ref.Bytes, ref.CRC = int64(len(data)), crc32.Checksum(data, castagnoli)
@@ -104,24 +99,29 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 	return ref, nil
 }
 
-// putDiskSnapshot streams a Pebble engine's snapshot to key in two scans
-// of one Pebble snapshot: the first measures it (the store needs the size
-// up front) and takes its CRC, the second writes it through a pipe. Memory
-// stays at the encoder's buffer whatever the state's size.
-func (c *checkpoint) putDiskSnapshot(ctx context.Context, key string, eng *Engine) (int64, uint32, error) {
-	snap := eng.disk.db.NewSnapshot()
-	defer snap.Close()
-	open := eng.disk.open
-	size, sum, err := eng.writeDiskSnapshot(snap, open, io.Discard)
+// putSnapshot streams the engine's snapshot to key in two passes over the
+// same state: the first measures it (the store needs the size up front) and
+// takes its CRC, the second writes it through a pipe. For the Pebble store
+// both scan one Pebble snapshot. Memory stays at the encoder's 64 KiB
+// buffer whatever the state's size.
+func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (int64, uint32, error) {
+	write := eng.writeSnapshot
+	if eng.disk != nil {
+		snap := eng.disk.db.NewSnapshot()
+		defer snap.Close()
+		open := eng.disk.open
+		write = func(w io.Writer) (int64, uint32, error) { return eng.writeDiskSnapshot(snap, open, w) }
+	}
+	size, sum, err := write(io.Discard)
 	if err != nil {
 		return 0, 0, err
 	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		n, again, err := eng.writeDiskSnapshot(snap, open, pw)
+		n, again, err := write(pw)
 		if err == nil && (n != size || again != sum) {
-			err = fmt.Errorf("stream: local state %s changed while its snapshot was written", eng.disk.dir)
+			err = errors.New("stream: the state changed while its snapshot was written")
 		}
 		pw.CloseWithError(err)
 		done <- err

@@ -1,11 +1,13 @@
 package stream
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -127,7 +129,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // window by key, each window's list sorted in place (mostly sorted already
 // from the last snapshot), so the bytes are MarshalBinary's of State and
 // the same as the Pebble store's scan writes: the checkpoint does not
-// depend on the store.
+// depend on the store. The checkpoint streams it instead (writeSnapshot).
 func (e *Engine) MarshalSnapshot() []byte {
 	if e.disk != nil {
 		data, err := e.State().MarshalBinary()
@@ -136,9 +138,18 @@ func (e *Engine) MarshalSnapshot() []byte {
 		}
 		return data
 	}
-	open := e.index.Len()
-	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, e.keyIDs.Len())))))
-	b = appendSnapshotHeader(b, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), int64(open))
+	var buf bytes.Buffer
+	if _, _, err := e.writeSnapshot(&buf); err != nil {
+		panic(err) // a bytes.Buffer never fails
+	}
+	return buf.Bytes()
+}
+
+// writeSnapshot streams a memory engine's snapshot to w through a 64 KiB
+// buffer, returning its size and the CRC-32C of all but its last four bytes
+// (the frame's CRC).
+func (e *Engine) writeSnapshot(w io.Writer) (int64, uint32, error) {
+	sw := newSnapshotWriter(w, e, int64(e.index.Len()))
 	size := e.cfg.Window.Size
 	var order []keyOrder
 	for _, bk := range e.buckets {
@@ -146,10 +157,53 @@ func (e *Engine) MarshalSnapshot() []byte {
 		order = e.sortSlots(bk.slots, order)
 		for _, idx := range bk.slots {
 			s := &e.slots[idx]
-			b = appendResult(b, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
+			if err := sw.add(tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg}); err != nil {
+				return sw.n, 0, err
+			}
 		}
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return sw.finish()
+}
+
+// snapshotWriter encodes a snapshot to a writer in 64 KiB pieces, keeping
+// the frame's running CRC.
+type snapshotWriter struct {
+	w   io.Writer
+	buf []byte
+	n   int64
+	sum uint32
+}
+
+func newSnapshotWriter(w io.Writer, e *Engine, open int64) *snapshotWriter {
+	sw := &snapshotWriter{w: w, buf: make([]byte, 0, 64<<10)}
+	sw.buf = appendSnapshotHeader(sw.buf, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), open)
+	return sw
+}
+
+func (sw *snapshotWriter) add(r tidemark.Result) error {
+	sw.buf = appendResult(sw.buf, r)
+	if len(sw.buf) < 60<<10 {
+		return nil
+	}
+	return sw.flush()
+}
+
+func (sw *snapshotWriter) flush() error {
+	sw.sum = crc32.Update(sw.sum, castagnoli, sw.buf)
+	k, err := sw.w.Write(sw.buf)
+	sw.n += int64(k)
+	sw.buf = sw.buf[:0]
+	return err
+}
+
+// finish writes the rest and the frame's CRC; it returns the bytes written
+// and that CRC.
+func (sw *snapshotWriter) finish() (int64, uint32, error) {
+	if err := sw.flush(); err != nil {
+		return sw.n, 0, err
+	}
+	k, err := sw.w.Write(binary.LittleEndian.AppendUint32(nil, sw.sum))
+	return sw.n + int64(k), sw.sum, err
 }
 
 // keyOrder is a slot with the first eight bytes of its key's ordered

@@ -597,43 +597,23 @@ func (e *Engine) diskMarkerFor(streamID string, id int64, token uint32, override
 	return m
 }
 
-// writeDiskSnapshot streams the snapshot of a flushed Pebble engine to w:
-// the encoding MarshalSnapshot gives, pair by pair from a scan of the
-// store, through a 64 KiB buffer. It returns the bytes written and their
-// CRC-32C (the frame's last four bytes included in the count, not the sum).
+// writeDiskSnapshot streams the snapshot of a flushed Pebble engine to w,
+// pair by pair from a scan of r (a Pebble snapshot of the store).
 func (e *Engine) writeDiskSnapshot(r pebble.Reader, open int64, w io.Writer) (int64, uint32, error) {
-	var n int64
-	var sum uint32
-	buf := make([]byte, 0, 64<<10)
-	flush := func() error {
-		sum = crc32.Update(sum, castagnoli, buf)
-		k, err := w.Write(buf)
-		n += int64(k)
-		buf = buf[:0]
-		return err
-	}
-	buf = appendSnapshotHeader(buf, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), open)
+	sw := newSnapshotWriter(w, e, open)
 	size := e.cfg.Window.Size
 	var count int64
 	err := scanPairs(r, e.disk.lowerBound(), []byte{pairPrefix + 1}, func(start int64, key tidemark.Key, agg tidemark.Agg) error {
 		count++
-		buf = appendResult(buf, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg})
-		if len(buf) >= 60<<10 {
-			return flush()
-		}
-		return nil
+		return sw.add(tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg})
 	})
 	if err != nil {
-		return n, 0, fmt.Errorf("stream: local state %s: snapshot: %w", e.disk.dir, err)
+		return sw.n, 0, fmt.Errorf("stream: local state %s: snapshot: %w", e.disk.dir, err)
 	}
 	if count != open {
-		return n, 0, fmt.Errorf("stream: local state %s holds %d open pairs, its count says %d", e.disk.dir, count, open)
+		return sw.n, 0, fmt.Errorf("stream: local state %s holds %d open pairs, its count says %d", e.disk.dir, count, open)
 	}
-	if err := flush(); err != nil {
-		return n, 0, err
-	}
-	k, err := w.Write(binary.LittleEndian.AppendUint32(nil, sum))
-	return n + int64(k), sum, err
+	return sw.finish()
 }
 
 // bytes is the store's size on disk (tables, WAL, manifest).
