@@ -99,30 +99,35 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 	return ref, nil
 }
 
-// putSnapshot streams the engine's snapshot to key in two passes over the
-// same state: the first measures it (the store needs the size up front) and
-// takes its CRC, the second writes it through a pipe. For the Pebble store
-// both scan one Pebble snapshot. Memory stays at the encoder's 64 KiB
+// putSnapshot streams the engine's snapshot to key through a pipe. The
+// store needs its size up front: the memory store adds up its encoded
+// lengths without encoding; the Pebble store measures it (and its CRC) by a
+// first scan of the same Pebble snapshot the second writes. Memory stays at the encoder's 64 KiB
 // buffer whatever the state's size.
 func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (int64, uint32, error) {
 	write := eng.writeSnapshot
-	if eng.disk != nil {
+	var size int64
+	var sum uint32
+	if eng.disk == nil {
+		size = eng.snapshotSize() // the slab gives it without encoding; the CRC comes with the write
+	} else {
 		snap := eng.disk.db.NewSnapshot()
 		defer snap.Close()
 		open := eng.disk.open
 		write = func(w io.Writer) (int64, uint32, error) { return eng.writeDiskSnapshot(snap, open, w) }
-	}
-	size, sum, err := write(io.Discard)
-	if err != nil {
-		return 0, 0, err
+		var err error
+		if size, sum, err = write(io.Discard); err != nil {
+			return 0, 0, err
+		}
 	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		n, again, err := write(pw)
-		if err == nil && (n != size || again != sum) {
+		if err == nil && (n != size || (eng.disk != nil && again != sum)) {
 			err = errors.New("stream: the state changed while its snapshot was written")
 		}
+		sum = again
 		pw.CloseWithError(err)
 		done <- err
 	}()

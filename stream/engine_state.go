@@ -165,6 +165,30 @@ func (e *Engine) writeSnapshot(w io.Writer) (int64, uint32, error) {
 	return sw.finish()
 }
 
+// snapshotSize is the length of the memory engine's snapshot encoding,
+// added up from the slab without encoding it.
+func (e *Engine) snapshotSize() int64 {
+	n := int64(len(appendSnapshotHeader(nil, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), int64(e.index.Len())))) + 4
+	sizeLen := int64(varintLen(e.cfg.Window.Size))
+	for _, bk := range e.buckets {
+		startLen := int64(varintLen(bk.start))
+		for _, idx := range bk.slots {
+			s := &e.slots[idx]
+			k := len(e.keys[s.key].key)
+			n += startLen + sizeLen + int64(uvarintLen(uint64(k))+k+varintLen(s.agg.Count)+varintLen(s.agg.Values)) + 32
+		}
+	}
+	return n
+}
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
 // snapshotWriter encodes a snapshot to a writer in 64 KiB pieces, keeping
 // the frame's running CRC.
 type snapshotWriter struct {

@@ -327,3 +327,19 @@ func FuzzPebbleDecoders(f *testing.F) {
 		}
 	})
 }
+
+// TestSnapshotSize: the memory engine's snapshot size, added up without
+// encoding, is the encoding's length, over random states.
+func TestSnapshotSize(t *testing.T) {
+	for seed := range 30 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 8))
+		cfg, batches := ckRun(rng)
+		e := mustNew(t, cfg, nil)
+		for i, b := range batches {
+			e.Process(slices.Clone(b.recs), b.now)
+			if got, want := e.snapshotSize(), int64(len(e.MarshalSnapshot())); got != want {
+				t.Fatalf("seed %d batch %d: snapshot size %d, encoding %d bytes", seed, i, got, want)
+			}
+		}
+	}
+}
