@@ -238,11 +238,7 @@ func decodeSnapshot(data []byte) (*committedState, error) {
 		return nil, err
 	}
 	st := new(State)
-	st.Window.Size = d.varint()
-	st.Window.Slide = d.varint()
-	st.HasWatermark = d.bool()
-	st.Watermark = d.varint()
-	st.Sources = d.sources()
+	d.stateHeader(st)
 	n := d.count(minResultBytes)
 	pairs := d.b
 	for range n {

@@ -312,11 +312,7 @@ func (s *State) UnmarshalBinary(data []byte) error {
 		return err
 	}
 	var st State
-	st.Window.Size = d.varint()
-	st.Window.Slide = d.varint()
-	st.HasWatermark = d.bool()
-	st.Watermark = d.varint()
-	st.Sources = d.sources()
+	d.stateHeader(&st)
 	st.Open = d.results()
 	if err := d.finish("state"); err != nil {
 		return err
@@ -343,12 +339,18 @@ func appendResult(b []byte, r tidemark.Result) []byte {
 	b = binary.AppendVarint(b, r.Window.Start)
 	b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
 	b = appendString(b, string(r.Key))
-	b = binary.AppendVarint(b, r.Agg.Count)
-	b = binary.AppendVarint(b, r.Agg.Values)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Comp))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
+	return appendAgg(b, r.Agg)
+}
+
+// appendAgg encodes an aggregate: varint counts, the four floats as raw
+// bits. It is a result's tail and the Pebble store's value.
+func appendAgg(b []byte, a tidemark.Agg) []byte {
+	b = binary.AppendVarint(b, a.Count)
+	b = binary.AppendVarint(b, a.Values)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Sum))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Comp))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Min))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Max))
 }
 
 // minResultBytes is the smallest encoding appendResult writes.
@@ -378,6 +380,16 @@ func (d *decoder) finish(what string) error {
 		return fmt.Errorf("stream: %s: %d trailing bytes", what, len(d.b))
 	}
 	return nil
+}
+
+// stateHeader decodes what appendSnapshotHeader wrote before the count:
+// the window spec, the watermark and the sources.
+func (d *decoder) stateHeader(st *State) {
+	st.Window.Size = d.varint()
+	st.Window.Slide = d.varint()
+	st.HasWatermark = d.bool()
+	st.Watermark = d.varint()
+	st.Sources = d.sources()
 }
 
 // results decodes a counted list of results.
@@ -427,13 +439,20 @@ func (d *decoder) result() tidemark.Result {
 	r.Window.Start = d.varint()
 	r.Window.End = r.Window.Start + d.varint()
 	r.Key = tidemark.Key(d.string())
-	r.Agg.Count = d.varint()
-	r.Agg.Values = d.varint()
-	r.Agg.Sum = math.Float64frombits(d.uint64())
-	r.Agg.Comp = math.Float64frombits(d.uint64())
-	r.Agg.Min = math.Float64frombits(d.uint64())
-	r.Agg.Max = math.Float64frombits(d.uint64())
+	r.Agg = d.agg()
 	return r
+}
+
+// agg decodes what appendAgg wrote.
+func (d *decoder) agg() tidemark.Agg {
+	var a tidemark.Agg
+	a.Count = d.varint()
+	a.Values = d.varint()
+	a.Sum = math.Float64frombits(d.uint64())
+	a.Comp = math.Float64frombits(d.uint64())
+	a.Min = math.Float64frombits(d.uint64())
+	a.Max = math.Float64frombits(d.uint64())
+	return a
 }
 
 func appendBool(b []byte, v bool) []byte {

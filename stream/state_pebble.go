@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -143,11 +142,9 @@ func (m *diskMarker) unmarshal(data []byte) error {
 		out.Token = binary.LittleEndian.Uint32(d.b)
 		d.b = d.b[4:]
 	}
-	out.Window.Size = d.varint()
-	out.Window.Slide = d.varint()
-	out.HasWatermark = d.bool()
-	out.Watermark = d.varint()
-	out.Sources = d.sources()
+	var st State
+	d.stateHeader(&st)
+	out.Window, out.HasWatermark, out.Watermark, out.Sources = st.Window, st.HasWatermark, st.Watermark, st.Sources
 	out.Open = d.varint()
 	if err := d.finish("local state marker"); err != nil {
 		return err
@@ -263,28 +260,10 @@ func decodePairKey(k []byte) (int64, tidemark.Key, error) {
 	return start, tidemark.Key(out), nil
 }
 
-func appendAgg(b []byte, a tidemark.Agg) []byte {
-	b = binary.AppendVarint(b, a.Count)
-	b = binary.AppendVarint(b, a.Values)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Sum))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Comp))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Min))
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Max))
-}
-
 func decodeAgg(v []byte) (tidemark.Agg, error) {
 	d := decoder{b: v}
-	var a tidemark.Agg
-	a.Count = d.varint()
-	a.Values = d.varint()
-	a.Sum = math.Float64frombits(d.uint64())
-	a.Comp = math.Float64frombits(d.uint64())
-	a.Min = math.Float64frombits(d.uint64())
-	a.Max = math.Float64frombits(d.uint64())
-	if err := d.finish("local state aggregate"); err != nil {
-		return a, err
-	}
-	return a, nil
+	a := d.agg()
+	return a, d.finish("local state aggregate")
 }
 
 // quietLogger keeps Pebble's informational lines (compactions, WAL
