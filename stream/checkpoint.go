@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -29,7 +30,8 @@ import (
 // state files the last commit needs, so it does not grow with history.
 type checkpoint struct {
 	st            store.Store
-	maxChangelogs int // changelogs between snapshots at most; 0 = maxChangelogs (tests set it lower)
+	maxChangelogs int    // changelogs between snapshots at most; 0 = maxChangelogs (tests set it lower)
+	id            string // the stream id, once streamID has read it: a Pebble state's marker names it
 
 	chain    *stateRef // the state chain of the last commit; nil before any
 	obsolete []string  // state files of chains no commit needs, for cleanup
@@ -89,6 +91,7 @@ func (c *checkpoint) streamID(ctx context.Context) (string, error) {
 	if err := json.Unmarshal(data, &meta); err != nil || meta.ID == "" {
 		return "", fmt.Errorf("checkpoint metadata.json in %s is corrupt", c.st)
 	}
+	c.id = meta.ID
 	return meta.ID, nil
 }
 
@@ -143,8 +146,14 @@ func (c *checkpoint) write(ctx context.Context, key string, v any) error {
 // commit records a batch whose lake commits are done: its state file, then
 // its commit entry (the commit point). state overrides the engine's state
 // (the drain batch).
+//
+// With the Pebble store the engine's changes go to the local database
+// first, in one Pebble batch with a marker naming this batch and its
+// changes' CRC, so the snapshot can be a scan of it. A crash after that
+// leaves a database ahead of the last commit: the marker no longer matches
+// and the restart rebuilds it from the checkpoint.
 func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng *Engine, state *State) error {
-	ref, err := c.saveState(ctx, batchID, eng, state)
+	ref, err := c.writeState(ctx, batchID, eng, state)
 	if err != nil {
 		return err
 	}
@@ -161,6 +170,21 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 	}
 	c.committed(batchID, ref)
 	return nil
+}
+
+// writeState is the part of commit before the commit entry: the local
+// Pebble state (when used) and the batch's state file.
+func (c *checkpoint) writeState(ctx context.Context, batchID int64, eng *Engine, state *State) (*stateRef, error) {
+	changes, err := eng.Changes().MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("encode the changelog of batch %d: %w", batchID, err)
+	}
+	if eng.disk != nil {
+		if err := eng.flushDisk(eng.diskMarkerFor(c.id, batchID, crc32.Checksum(changes, castagnoli), state)); err != nil {
+			return nil, err
+		}
+	}
+	return c.saveState(ctx, batchID, eng, state, changes)
 }
 
 // recovered is what a restart finds in the checkpoint.
@@ -293,4 +317,22 @@ func (r recovered) engine(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("checkpoint engine state of batch %d: %w", r.commit.BatchID, err)
 	}
 	return e, nil
+}
+
+// openEngine is engine with the state store opts: for StatePebble the
+// local database of stream streamID, reused when its marker matches the
+// last commit and rebuilt from the checkpoint otherwise.
+func (r recovered) openEngine(cfg Config, opts StateOptions, streamID string) (*Engine, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	applyMemoryLimit(opts.MemoryLimit, 0)
+	if opts.Store != StatePebble {
+		return r.engine(cfg)
+	}
+	e, err := openDiskEngine(cfg, opts, streamID, r.commit, r.state)
+	if err != nil && r.commit != nil {
+		return nil, fmt.Errorf("checkpoint engine state of batch %d: %w", r.commit.BatchID, err)
+	}
+	return e, err
 }

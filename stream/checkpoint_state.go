@@ -3,14 +3,17 @@ package stream
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"strconv"
 	"strings"
 
+	"tidemark"
 	"tidemark/lake/store"
 )
 
@@ -43,6 +46,10 @@ type stateRef struct {
 	SnapshotBytes  int64  `json:"snapshot_bytes"`  // size of the chain's snapshot
 	ChangelogBytes int64  `json:"changelog_bytes"` // changelog bytes after the snapshot, this batch's included
 	Changelogs     int    `json:"changelogs"`      // changelogs after the snapshot, this batch's included
+	// Token is the CRC-32C of the batch's changes (Changes.MarshalBinary),
+	// whichever file the batch wrote: a local Pebble state records it with
+	// the batch id, and a restart reuses that state only when both match.
+	Token uint32 `json:"changes_crc32c"`
 }
 
 // snapshotKey and changelogKey name the state files of a batch.
@@ -53,40 +60,85 @@ func changelogKey(id int64) string { return fmt.Sprintf("state/%020d.changelog",
 // snapshot by the rule above, and returns the reference its commit entry
 // carries. override replaces the engine's state (the drain batch, whose
 // checkpointed watermark is not the engine's); it is always a snapshot.
-func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, override *State) (*stateRef, error) {
+// changes is the batch's encoded Changes (its CRC is the ref's Token).
+func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, override *State, changes []byte) (*stateRef, error) {
 	prev := c.chain
-	var data []byte
-	var err error
 	limit := c.maxChangelogs
 	if limit <= 0 {
 		limit = maxChangelogs
 	}
-	snapshot := override != nil || prev == nil || prev.Changelogs >= limit
+	snapshot := override != nil || prev == nil || prev.Changelogs >= limit ||
+		prev.ChangelogBytes+int64(len(changes)) > prev.SnapshotBytes
+	ref := &stateRef{Snapshot: id, Token: crc32.Checksum(changes, castagnoli)}
 	if !snapshot {
-		if data, err = eng.Changes().MarshalBinary(); err != nil {
-			return nil, fmt.Errorf("encode the changelog of batch %d: %w", id, err)
-		}
-		snapshot = prev.ChangelogBytes+int64(len(data)) > prev.SnapshotBytes
-	}
-	ref := &stateRef{Snapshot: id}
-	if snapshot {
-		if override == nil {
-			data = eng.MarshalSnapshot()
-		} else if data, err = override.MarshalBinary(); err != nil {
-			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
-		}
-		ref.File, ref.SnapshotBytes = snapshotKey(id), int64(len(data))
-	} else {
 		ref.Snapshot, ref.SnapshotBytes = prev.Snapshot, prev.SnapshotBytes
 		ref.File = changelogKey(id)
-		ref.ChangelogBytes = prev.ChangelogBytes + int64(len(data))
+		ref.ChangelogBytes = prev.ChangelogBytes + int64(len(changes))
 		ref.Changelogs = prev.Changelogs + 1
+		ref.Bytes, ref.CRC = int64(len(changes)), crc32.Checksum(changes, castagnoli)
+		return ref, c.put(ctx, ref.File, changes)
 	}
+	ref.File = snapshotKey(id)
+	if override == nil {
+		n, sum, err := c.putSnapshot(ctx, ref.File, eng)
+		if err != nil {
+			return nil, err
+		}
+		ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
+		return ref, nil
+	}
+	data, err := override.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
+	}
+	ref.SnapshotBytes = int64(len(data))
 	ref.Bytes, ref.CRC = int64(len(data)), crc32.Checksum(data, castagnoli)
 	if err := c.put(ctx, ref.File, data); err != nil {
 		return nil, err
 	}
 	return ref, nil
+}
+
+// putSnapshot streams the engine's snapshot to key through a pipe. The
+// store needs its size up front: the memory store adds up its encoded
+// lengths without encoding; the Pebble store measures it (and its CRC) by a
+// first scan of the same Pebble snapshot the second writes. Memory stays at the encoder's 64 KiB
+// buffer whatever the state's size.
+func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (int64, uint32, error) {
+	write := eng.writeSnapshot
+	var size int64
+	var sum uint32
+	if eng.disk == nil {
+		size = eng.snapshotSize() // the slab gives it without encoding; the CRC comes with the write
+	} else {
+		snap := eng.disk.db.NewSnapshot()
+		defer snap.Close()
+		open := eng.disk.open
+		write = func(w io.Writer) (int64, uint32, error) { return eng.writeDiskSnapshot(snap, open, w) }
+		var err error
+		if size, sum, err = write(io.Discard); err != nil {
+			return 0, 0, err
+		}
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		n, again, err := write(pw)
+		if err == nil && (n != size || (eng.disk != nil && again != sum)) {
+			err = errors.New("stream: the state changed while its snapshot was written")
+		}
+		sum = again
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	putErr := c.st.Put(ctx, key, pr, size)
+	pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if Put stopped early
+	if err := errors.Join(<-done, putErr); err != nil {
+		return 0, 0, fmt.Errorf("write checkpoint %s: %w", key, err)
+	}
+	c.written += size
+	// The ref's CRC is of the whole file, the frame's own CRC included.
+	return size, crc32.Update(sum, castagnoli, binary.LittleEndian.AppendUint32(nil, sum)), nil
 }
 
 // committed records that the commit entry carrying ref is written: from now
@@ -167,10 +219,48 @@ func (c *checkpoint) takeWritten() int64 {
 }
 
 // committedState is the engine state of a commit: a snapshot and the
-// changelogs after it, in batch order.
+// changelogs after it, in batch order. The snapshot's open pairs stay
+// encoded (pairs, n of them, checked) until an engine is built, so a
+// restart that reuses a local Pebble state never decodes them and one that
+// rebuilds it streams them in.
 type committedState struct {
-	snapshot   *State
+	snapshot   *State // Open is empty while pairs holds them
+	pairs      []byte
+	n          int
 	changelogs []*Changes
+}
+
+// decodeSnapshot checks an encoded snapshot whole and returns it with its
+// open pairs still encoded.
+func decodeSnapshot(data []byte) (*committedState, error) {
+	d, err := openFramed(data, stateMagic, "state")
+	if err != nil {
+		return nil, err
+	}
+	st := new(State)
+	d.stateHeader(st)
+	n := d.count(minResultBytes)
+	pairs := d.b
+	for range n {
+		d.skipResult()
+	}
+	if err := d.finish("state"); err != nil {
+		return nil, err
+	}
+	return &committedState{snapshot: st, pairs: pairs, n: n}, nil
+}
+
+// full returns the snapshot with its open pairs decoded.
+func (cs *committedState) full() *State {
+	if cs.pairs != nil {
+		d := decoder{b: cs.pairs}
+		cs.snapshot.Open = make([]tidemark.Result, 0, cs.n)
+		for range cs.n {
+			cs.snapshot.Open = append(cs.snapshot.Open, d.result())
+		}
+		cs.pairs, cs.n = nil, 0
+	}
+	return cs.snapshot
 }
 
 // loadState reads the chain ref names for commit id, checking each file;
@@ -193,8 +283,8 @@ func (c *checkpoint) loadState(ctx context.Context, id int64, ref *stateRef) (*c
 	if err != nil {
 		return nil, err
 	}
-	cs := &committedState{snapshot: new(State)}
-	if err := cs.snapshot.UnmarshalBinary(data); err != nil {
+	cs, err := decodeSnapshot(data)
+	if err != nil {
 		return nil, &corruptError{key: c.describe(snapshotKey(ref.Snapshot)), err: err}
 	}
 	for b := ref.Snapshot + 1; b <= id; b++ {
@@ -242,7 +332,7 @@ func (e *corruptError) Unwrap() error { return e.err }
 
 // engine builds an engine with cfg holding the committed state.
 func (cs *committedState) engine(cfg Config) (*Engine, error) {
-	e, err := New(cfg, cs.snapshot)
+	e, err := New(cfg, cs.full())
 	if err != nil {
 		return nil, err
 	}

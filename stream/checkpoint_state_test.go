@@ -56,12 +56,18 @@ type ckHarness struct {
 	ck  *checkpoint
 	eng *Engine
 	max int // maxChangelogs of every checkpoint opened
+
+	local StateOptions // the engine's state store (zero: memory)
+	id    string       // the stream id a Pebble state's marker records
 }
 
 // restart opens the checkpoint afresh, as a new process does: recover,
 // sweep, rebuild the engine, and replay a pending batch.
 func (h *ckHarness) restart(ctx context.Context, batches []batchIn) (next int) {
-	h.ck = &checkpoint{st: h.st, maxChangelogs: h.max}
+	if err := h.eng.Close(); err != nil { // the process is gone: so is its hold on the local state
+		h.t.Fatal(err)
+	}
+	h.ck = &checkpoint{st: h.st, maxChangelogs: h.max, id: h.id}
 	rec, err := h.ck.recover(ctx)
 	if err != nil {
 		h.t.Fatalf("recover: %v", err)
@@ -73,7 +79,7 @@ func (h *ckHarness) restart(ctx context.Context, batches []batchIn) (next int) {
 			h.t.Fatalf("sweep: %v", err)
 		}
 	}
-	if h.eng, err = rec.engine(h.cfg); err != nil {
+	if h.eng, err = rec.openEngine(h.cfg, h.local, h.id); err != nil {
 		h.t.Fatalf("rebuild the engine: %v", err)
 	}
 	if rec.pending != nil {
@@ -93,7 +99,7 @@ func (h *ckHarness) batch(ctx context.Context, id int, b batchIn, crash string) 
 	}
 	h.eng.Process(slices.Clone(b.recs), b.now)
 	if crash == "before-commit" {
-		if _, err := h.ck.saveState(ctx, int64(id), h.eng, nil); err != nil {
+		if _, err := h.ck.writeState(ctx, int64(id), h.eng, nil); err != nil {
 			h.t.Fatal(err)
 		}
 		return
@@ -119,50 +125,69 @@ func TestCheckpointRestartProperty(t *testing.T) {
 	if testing.Short() {
 		runs = 6
 	}
-	ctx := context.Background()
 	for seed := range runs {
-		rng := rand.New(rand.NewPCG(uint64(seed), 11))
-		cfg, batches := ckRun(rng)
-		ref := mustNew(t, cfg, nil)
-		var want [][]byte // want[i]: the full state after batch i
-		for _, b := range batches {
-			ref.Process(slices.Clone(b.recs), b.now)
-			s, _ := ref.State().MarshalBinary()
-			want = append(want, s)
+		checkRestarts(t, uint64(seed), nil)
+	}
+}
+
+// checkRestarts runs the restart property for one seed. With local set, the
+// engine keeps its state in Pebble, and local is called before each restart
+// to do what it will to the database (which h.local names).
+func checkRestarts(t *testing.T, seed uint64, local func(rng *rand.Rand, h *ckHarness)) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 11))
+	cfg, batches := ckRun(rng)
+	ref := mustNew(t, cfg, nil)
+	var want [][]byte // want[i]: the full state after batch i
+	for _, b := range batches {
+		ref.Process(slices.Clone(b.recs), b.now)
+		s, _ := ref.State().MarshalBinary()
+		want = append(want, s)
+	}
+	dir, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &ckHarness{t: t, st: dir, cfg: cfg, max: []int{0, 1, 3}[rng.IntN(3)], id: "stream-a"}
+	if local != nil {
+		h.local = StateOptions{Store: StatePebble, Dir: t.TempDir()}
+	}
+	restart := func() int {
+		if local != nil {
+			local(rng, h)
 		}
-		dir, err := store.OpenDir(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
+		return h.restart(ctx, batches)
+	}
+	next := restart()
+	crashes := 0
+	for next < len(batches) {
+		crash := ""
+		if rng.IntN(4) == 0 {
+			crash = []string{"before-commit", "before-cleanup"}[rng.IntN(2)]
 		}
-		h := &ckHarness{t: t, st: dir, cfg: cfg, max: []int{0, 1, 3}[rng.IntN(3)]}
-		next := h.restart(ctx, batches)
-		crashes := 0
-		for next < len(batches) {
-			crash := ""
-			if rng.IntN(4) == 0 {
-				crash = []string{"before-commit", "before-cleanup"}[rng.IntN(2)]
-			}
-			h.batch(ctx, next, batches[next], crash)
-			if crash == "" && rng.IntN(6) != 0 {
-				next++
-				continue
-			}
-			crashes++
-			next = h.restart(ctx, batches)
-			got, _ := h.eng.State().MarshalBinary()
-			if !bytes.Equal(got, want[next-1]) {
-				t.Fatalf("seed %d: after a crash %q at batch %d, the rebuilt state differs from the full state", seed, crash, next-1)
-			}
-			files, _ := dir.List(ctx, "state/")
-			if chainLen := 1 + h.ck.chain.Changelogs; len(files) != chainLen {
-				t.Fatalf("seed %d: %d state files after the sweep, the chain has %d", seed, len(files), chainLen)
-			}
+		h.batch(ctx, next, batches[next], crash)
+		if crash == "" && rng.IntN(6) != 0 {
+			next++
+			continue
 		}
-		h.restart(ctx, batches)
+		crashes++
+		next = restart()
 		got, _ := h.eng.State().MarshalBinary()
-		if !bytes.Equal(got, want[len(want)-1]) {
-			t.Fatalf("seed %d (%d crashes): the final rebuilt state differs from the full state", seed, crashes)
+		if !bytes.Equal(got, want[next-1]) {
+			t.Fatalf("seed %d: after a crash %q at batch %d, the rebuilt state differs from the full state", seed, crash, next-1)
 		}
+		files, _ := dir.List(ctx, "state/")
+		if chainLen := 1 + h.ck.chain.Changelogs; len(files) != chainLen {
+			t.Fatalf("seed %d: %d state files after the sweep, the chain has %d", seed, len(files), chainLen)
+		}
+	}
+	restart()
+	got, _ := h.eng.State().MarshalBinary()
+	if !bytes.Equal(got, want[len(want)-1]) {
+		t.Fatalf("seed %d (%d crashes): the final rebuilt state differs from the full state", seed, crashes)
+	}
+	if err := h.eng.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -385,7 +410,7 @@ func FuzzCheckpointCommit(f *testing.F) {
 		f.Fatal(err)
 	}
 	e.Process([]tidemark.Record{{Source: "s", EventTime: 7, Key: "k"}}, t0)
-	if _, err := ck.saveState(ctx, 1, e, nil); err != nil {
+	if _, err := ck.writeState(ctx, 1, e, nil); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, commit []byte) {

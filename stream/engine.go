@@ -49,6 +49,12 @@ type Engine struct {
 	changed  []changedRef // slots changed in this batch: update-mode output and the changelog
 	wins     []tidemark.Window
 	keyBytes int64
+
+	// disk, with StatePebble, holds the open state; the slab then holds
+	// only the pairs touched since the last flush (state_pebble.go).
+	disk    *diskState
+	memNew  int64 // slab pairs the disk store does not hold yet
+	diskErr error // the first failed disk read, reported by Err and the flush
 }
 
 type keyEntry struct {
@@ -62,10 +68,11 @@ type slot struct {
 	seqf uint32 // the window's bucket sequence number, and changedBit
 }
 
-// changedBit in slot.seqf marks a slot listed in Engine.changed.
+// changedBit in slot.seqf marks a slot listed in Engine.changed; diskBit
+// (state_pebble.go) one the Pebble store holds too.
 const changedBit = 1 << 31
 
-func (s *slot) seq() uint32 { return s.seqf &^ changedBit }
+func (s *slot) seq() uint32 { return s.seqf &^ (changedBit | diskBit) }
 
 type bucket struct {
 	start int64
@@ -158,6 +165,9 @@ func New(cfg Config, st *State) (*Engine, error) {
 // count in its open windows; marking it late anyway means reconcile finds
 // every window the stream got wrong.
 func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
+	if e.disk != nil && e.disk.flushed {
+		e.evict()
+	}
 	e.resetChanged()
 	nowNs := now.UnixNano()
 
@@ -219,6 +229,9 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 // Drain moves W to +infinity and emits every open window, final (the
 // --once --drain backfill). W stays there: later records are all late.
 func (e *Engine) Drain() BatchResult {
+	if e.disk != nil && e.disk.flushed {
+		e.evict()
+	}
 	e.resetChanged()
 	e.w, e.hasW = tidemark.MaxTime, true
 	var res BatchResult
@@ -233,6 +246,26 @@ func (e *Engine) finish(res *BatchResult) {
 	res.Watermark, res.HasWatermark = e.w, e.hasW
 	res.OpenWindows = e.index.Len()
 	res.StateBytes = e.stateBytes()
+	if e.disk != nil {
+		res.OpenWindows = int(e.disk.open + e.memNew)
+		res.StateBytes += e.disk.bytes()
+	}
+}
+
+// Err reports a failure of the state store during the last Process or
+// Drain (a Pebble read); its result must then not be used. The memory store
+// never fails.
+func (e *Engine) Err() error { return e.diskErr }
+
+// Close releases the state store (the Pebble database); the engine is not
+// usable after it. Closing a memory engine or a nil one does nothing.
+func (e *Engine) Close() error {
+	if e == nil || e.disk == nil {
+		return nil
+	}
+	err := e.disk.db.Close()
+	e.disk = nil
+	return err
 }
 
 // source returns the state of the named source, creating it.
@@ -283,6 +316,7 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 				kid, known = e.internKey(r.Key), true
 			}
 			idx = e.newSlot(pos, win.Start, kid)
+			e.fetch(idx, win.Start, r.Key)
 		}
 		s := &e.slots[idx]
 		s.agg.Add(r.Value, r.HasValue)
@@ -431,9 +465,19 @@ func (e *Engine) closes(start int64) bool {
 // closeUpTo appends every window with end <= w to out, final, and frees
 // its state.
 func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
+	return e.closeWindows(w, out, true)
+}
+
+// closeWindows frees every window with end <= w, appending it to out when
+// emit is set. With the Pebble store the stored pairs of those windows are
+// found by a range scan (closeDisk), never a scan of all state.
+func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidemark.Result {
 	size := e.cfg.Window.Size
 	if w < tidemark.MinTime+size {
 		return out // no window can end at or before w
+	}
+	if e.disk != nil {
+		out = e.closeDisk(w-size, out, emit)
 	}
 	n := 0
 	for ; n < len(e.buckets) && e.buckets[n].start <= w-size; n++ {
@@ -441,7 +485,16 @@ func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
 		win := tidemark.Window{Start: b.start, End: b.start + size}
 		for _, idx := range b.slots {
 			s := &e.slots[idx]
-			out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
+			if emit {
+				out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
+			}
+			if e.disk != nil {
+				if s.seqf&diskBit != 0 {
+					e.disk.open--
+				} else {
+					e.memNew--
+				}
+			}
 			e.index.del(e.slots, idx)
 			e.releaseKey(s.key)
 			*s = slot{}

@@ -68,7 +68,7 @@ func (e *Engine) Apply(c *Changes) error {
 	e.sources = sources
 	if c.HasWatermark {
 		e.w, e.hasW = c.Watermark, true
-		e.closeUpTo(e.w, nil)
+		e.closeWindows(e.w, nil, false)
 	}
 	size := e.cfg.Window.Size
 	for _, r := range c.Upserts {
@@ -91,11 +91,12 @@ func (e *Engine) Apply(c *Changes) error {
 				kid = e.internKey(r.Key)
 			}
 			idx = e.newSlot(pos, r.Window.Start, kid)
+			e.fetch(idx, r.Window.Start, r.Key) // only to count it: the upsert replaces it
 		}
 		e.slots[idx].agg = r.Agg
 	}
 	e.resetChanged()
-	return nil
+	return e.diskErr
 }
 
 // changesMagic starts every encoded Changes; the last byte is the version.

@@ -195,3 +195,19 @@ func emptySlots(n int) []int32 {
 	}
 	return slots
 }
+
+// clear empties the table in place, keeping its size.
+func (t *keyTable) clear() {
+	for i := range t.slots {
+		t.slots[i] = emptySlot
+	}
+	t.live, t.used = 0, 0
+}
+
+// clear empties the table in place, keeping its size.
+func (t *slotTable) clear() {
+	for i := range t.slots {
+		t.slots[i] = emptySlot
+	}
+	t.live, t.used = 0, 0
+}

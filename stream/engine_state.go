@@ -1,10 +1,13 @@
 package stream
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -33,6 +36,9 @@ type SourceState struct {
 
 // State returns a deep copy of the engine's state, deterministic in order.
 func (e *Engine) State() *State {
+	if e.disk != nil {
+		return e.diskStateCopy()
+	}
 	st := &State{
 		Window:       e.cfg.Window,
 		Watermark:    e.w,
@@ -109,13 +115,7 @@ var errStateTruncated = errors.New("stream: state truncated or malformed")
 // a CRC-32C of everything before it.
 func (s *State) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 64+len(s.Sources)*32+len(s.Open)*48)
-	b = append(b, stateMagic...)
-	b = binary.AppendVarint(b, s.Window.Size)
-	b = binary.AppendVarint(b, s.Window.Slide)
-	b = appendBool(b, s.HasWatermark)
-	b = binary.AppendVarint(b, s.Watermark)
-	b = appendSources(b, s.Sources)
-	b = binary.AppendUvarint(b, uint64(len(s.Open)))
+	b = appendSnapshotHeader(b, s.Window, s.HasWatermark, s.Watermark, s.Sources, int64(len(s.Open)))
 	for _, r := range s.Open {
 		b = appendResult(b, r)
 	}
@@ -125,29 +125,182 @@ func (s *State) MarshalBinary() ([]byte, error) {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MarshalSnapshot encodes the engine's state in State's encoding, straight
-// from the engine: no copy of the state and no sort (open pairs come by
-// window, and within a window in the engine's own order, which
-// UnmarshalBinary and New accept). It is how the checkpoint writes
-// snapshots; State is for callers that want the canonical, sorted form.
+// from the engine: no copy of the state. Pairs come by window and within a
+// window by key, each window's list sorted in place (mostly sorted already
+// from the last snapshot), so the bytes are MarshalBinary's of State and
+// the same as the Pebble store's scan writes: the checkpoint does not
+// depend on the store. The checkpoint streams it instead (writeSnapshot).
 func (e *Engine) MarshalSnapshot() []byte {
-	open := e.index.Len()
-	b := make([]byte, 0, 64+len(e.sources)*32+open*(minResultBytes+int(e.keyBytes/int64(max(1, e.keyIDs.Len())))))
-	b = append(b, stateMagic...)
-	b = binary.AppendVarint(b, e.cfg.Window.Size)
-	b = binary.AppendVarint(b, e.cfg.Window.Slide)
-	b = appendBool(b, e.hasW)
-	b = binary.AppendVarint(b, e.w)
-	b = appendSources(b, e.sourceStates(nil))
-	b = binary.AppendUvarint(b, uint64(open))
+	if e.disk != nil {
+		data, err := e.State().MarshalBinary()
+		if err != nil {
+			panic(err) // MarshalBinary never fails
+		}
+		return data
+	}
+	var buf bytes.Buffer
+	if _, _, err := e.writeSnapshot(&buf); err != nil {
+		panic(err) // a bytes.Buffer never fails
+	}
+	return buf.Bytes()
+}
+
+// writeSnapshot streams a memory engine's snapshot to w through a 64 KiB
+// buffer, returning its size and the CRC-32C of all but its last four bytes
+// (the frame's CRC).
+func (e *Engine) writeSnapshot(w io.Writer) (int64, uint32, error) {
+	sw := newSnapshotWriter(w, e, int64(e.index.Len()))
 	size := e.cfg.Window.Size
+	var order []keyOrder
 	for _, bk := range e.buckets {
 		win := tidemark.Window{Start: bk.start, End: bk.start + size}
+		order = e.sortSlots(bk.slots, order)
 		for _, idx := range bk.slots {
 			s := &e.slots[idx]
-			b = appendResult(b, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
+			if err := sw.add(tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg}); err != nil {
+				return sw.n, 0, err
+			}
 		}
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return sw.finish()
+}
+
+// snapshotSize is the length of the memory engine's snapshot encoding,
+// added up from the slab without encoding it.
+func (e *Engine) snapshotSize() int64 {
+	n := int64(len(appendSnapshotHeader(nil, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), int64(e.index.Len())))) + 4
+	sizeLen := int64(varintLen(e.cfg.Window.Size))
+	for _, bk := range e.buckets {
+		startLen := int64(varintLen(bk.start))
+		for _, idx := range bk.slots {
+			s := &e.slots[idx]
+			k := len(e.keys[s.key].key)
+			n += startLen + sizeLen + int64(uvarintLen(uint64(k))+k+varintLen(s.agg.Count)+varintLen(s.agg.Values)) + 32
+		}
+	}
+	return n
+}
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
+// snapshotWriter encodes a snapshot to a writer in 64 KiB pieces, keeping
+// the frame's running CRC.
+type snapshotWriter struct {
+	w   io.Writer
+	buf []byte
+	n   int64
+	sum uint32
+}
+
+func newSnapshotWriter(w io.Writer, e *Engine, open int64) *snapshotWriter {
+	sw := &snapshotWriter{w: w, buf: make([]byte, 0, 64<<10)}
+	sw.buf = appendSnapshotHeader(sw.buf, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), open)
+	return sw
+}
+
+func (sw *snapshotWriter) add(r tidemark.Result) error {
+	sw.buf = appendResult(sw.buf, r)
+	if len(sw.buf) < 60<<10 {
+		return nil
+	}
+	return sw.flush()
+}
+
+func (sw *snapshotWriter) flush() error {
+	sw.sum = crc32.Update(sw.sum, castagnoli, sw.buf)
+	k, err := sw.w.Write(sw.buf)
+	sw.n += int64(k)
+	sw.buf = sw.buf[:0]
+	return err
+}
+
+// finish writes the rest and the frame's CRC; it returns the bytes written
+// and that CRC.
+func (sw *snapshotWriter) finish() (int64, uint32, error) {
+	if err := sw.flush(); err != nil {
+		return sw.n, 0, err
+	}
+	k, err := sw.w.Write(binary.LittleEndian.AppendUint32(nil, sw.sum))
+	return sw.n + int64(k), sw.sum, err
+}
+
+// keyOrder is a slot with the first eight bytes of its key's ordered
+// encoding (appendOrderedKey), which decide most comparisons without
+// touching the key.
+type keyOrder struct {
+	prefix uint64
+	idx    int32
+}
+
+// sortSlots sorts a window's slot list by key, in place, through buf.
+func (e *Engine) sortSlots(slots []int32, buf []keyOrder) []keyOrder {
+	buf = buf[:0]
+	var scratch [16]byte
+	for _, idx := range slots {
+		buf = append(buf, keyOrder{prefix: orderedPrefix(e.keys[e.slots[idx].key].key, scratch[:0]), idx: idx})
+	}
+	slices.SortFunc(buf, func(a, b keyOrder) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		return e.keys[e.slots[a.idx].key].key.Compare(e.keys[e.slots[b.idx].key].key)
+	})
+	for i, o := range buf {
+		slots[i] = o.idx
+	}
+	return buf
+}
+
+// orderedPrefix returns the first eight bytes of appendOrderedKey(key) as a
+// big-endian number (zero-padded), so prefixes order as keys do wherever
+// they differ. Single-byte-length values and nulls are encoded in place;
+// anything else goes through appendOrderedKeyChecked.
+func orderedPrefix(key tidemark.Key, dst []byte) uint64 {
+	s := string(key)
+	for len(dst) < 8 && len(s) > 0 {
+		switch {
+		case s[0] == 0:
+			dst = append(dst, 0)
+			s = s[1:]
+		case s[0] == 1 && len(s) >= 2 && s[1] < 0x80 && int(s[1]) <= len(s)-2:
+			dst = append(dst, 1)
+			for _, c := range []byte(s[2 : 2+int(s[1])]) {
+				if c == 0 {
+					dst = append(dst, 0, 0xff)
+				} else {
+					dst = append(dst, c)
+				}
+				if len(dst) >= 8 {
+					break
+				}
+			}
+			dst = append(dst, 0, 1)
+			s = s[2+int(s[1]):]
+		default:
+			dst = appendOrderedKeyChecked(dst[:0], key)
+			s = ""
+		}
+	}
+	var b [8]byte
+	copy(b[:], dst)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// appendSnapshotHeader appends what precedes the open pairs in a snapshot.
+func appendSnapshotHeader(b []byte, spec tidemark.WindowSpec, hasW bool, w int64, srcs []SourceState, open int64) []byte {
+	b = append(b, stateMagic...)
+	b = binary.AppendVarint(b, spec.Size)
+	b = binary.AppendVarint(b, spec.Slide)
+	b = appendBool(b, hasW)
+	b = binary.AppendVarint(b, w)
+	b = appendSources(b, srcs)
+	return binary.AppendUvarint(b, uint64(open))
 }
 
 // UnmarshalBinary decodes what MarshalBinary wrote, replacing s. It checks
@@ -159,11 +312,7 @@ func (s *State) UnmarshalBinary(data []byte) error {
 		return err
 	}
 	var st State
-	st.Window.Size = d.varint()
-	st.Window.Slide = d.varint()
-	st.HasWatermark = d.bool()
-	st.Watermark = d.varint()
-	st.Sources = d.sources()
+	d.stateHeader(&st)
 	st.Open = d.results()
 	if err := d.finish("state"); err != nil {
 		return err
@@ -190,12 +339,18 @@ func appendResult(b []byte, r tidemark.Result) []byte {
 	b = binary.AppendVarint(b, r.Window.Start)
 	b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
 	b = appendString(b, string(r.Key))
-	b = binary.AppendVarint(b, r.Agg.Count)
-	b = binary.AppendVarint(b, r.Agg.Values)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Sum))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Comp))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Min))
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Agg.Max))
+	return appendAgg(b, r.Agg)
+}
+
+// appendAgg encodes an aggregate: varint counts, the four floats as raw
+// bits. It is a result's tail and the Pebble store's value.
+func appendAgg(b []byte, a tidemark.Agg) []byte {
+	b = binary.AppendVarint(b, a.Count)
+	b = binary.AppendVarint(b, a.Values)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Sum))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Comp))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Min))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(a.Max))
 }
 
 // minResultBytes is the smallest encoding appendResult writes.
@@ -227,6 +382,16 @@ func (d *decoder) finish(what string) error {
 	return nil
 }
 
+// stateHeader decodes what appendSnapshotHeader wrote before the count:
+// the window spec, the watermark and the sources.
+func (d *decoder) stateHeader(st *State) {
+	st.Window.Size = d.varint()
+	st.Window.Slide = d.varint()
+	st.HasWatermark = d.bool()
+	st.Watermark = d.varint()
+	st.Sources = d.sources()
+}
+
 // results decodes a counted list of results.
 func (d *decoder) results() []tidemark.Result {
 	n := d.count(minResultBytes)
@@ -251,18 +416,43 @@ func (d *decoder) sources() []SourceState {
 	return srcs
 }
 
+// skipResult checks one encoded result without decoding it.
+func (d *decoder) skipResult() {
+	d.varint()
+	d.varint()
+	if n := d.uvarint(); n > uint64(len(d.b)) {
+		d.fail()
+	} else {
+		d.b = d.b[n:]
+	}
+	d.varint()
+	d.varint()
+	if len(d.b) < 32 {
+		d.fail()
+		return
+	}
+	d.b = d.b[32:]
+}
+
 func (d *decoder) result() tidemark.Result {
 	var r tidemark.Result
 	r.Window.Start = d.varint()
 	r.Window.End = r.Window.Start + d.varint()
 	r.Key = tidemark.Key(d.string())
-	r.Agg.Count = d.varint()
-	r.Agg.Values = d.varint()
-	r.Agg.Sum = math.Float64frombits(d.uint64())
-	r.Agg.Comp = math.Float64frombits(d.uint64())
-	r.Agg.Min = math.Float64frombits(d.uint64())
-	r.Agg.Max = math.Float64frombits(d.uint64())
+	r.Agg = d.agg()
 	return r
+}
+
+// agg decodes what appendAgg wrote.
+func (d *decoder) agg() tidemark.Agg {
+	var a tidemark.Agg
+	a.Count = d.varint()
+	a.Values = d.varint()
+	a.Sum = math.Float64frombits(d.uint64())
+	a.Comp = math.Float64frombits(d.uint64())
+	a.Min = math.Float64frombits(d.uint64())
+	a.Max = math.Float64frombits(d.uint64())
+	return a
 }
 
 func appendBool(b []byte, v bool) []byte {

@@ -274,6 +274,9 @@ func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemar
 		return err
 	}
 	res := r.engine.Process(recs, readTime)
+	if err := r.afterProcess(); err != nil {
+		return err
+	}
 	if err := r.commit(ctx, entry, recs, res, nil); err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ func (r *runner) drain(ctx context.Context) error {
 func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
 	w, hasW := r.engine.w, r.engine.hasW
 	res := r.engine.Drain()
+	if err := r.afterProcess(); err != nil {
+		return err
+	}
 	after := r.engine.State() // empty but for the sources: Drain closed every window
 	after.Watermark, after.HasWatermark = w, hasW
 	for _, e := range res.Emitted {
@@ -45,7 +48,7 @@ func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
 	}
 	// The engine now holds W = +inf; reload the saved state so a caller that
 	// keeps going sees what the checkpoint holds.
-	eng, err := New(r.cfg.Engine, after)
+	eng, err := r.engine.afterDrain(r.cfg.Engine, after)
 	if err != nil {
 		return err
 	}
@@ -82,6 +85,9 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 		return err
 	}
 	res := r.engine.Process(recs, frozen)
+	if err := r.afterProcess(); err != nil {
+		return fmt.Errorf("replay batch %d: %w", entry.BatchID, err)
+	}
 	if err := r.commit(ctx, *entry, recs, res, nil); err != nil {
 		return err
 	}

@@ -42,6 +42,9 @@ type RunnerConfig struct {
 	// PayloadCodec compresses the lake's payload column; "" = the lake's
 	// recorded codec (lake.Config.PayloadCodec).
 	PayloadCodec lake.PayloadCodec
+	// State is where the open state lives: memory (default) or a local
+	// Pebble database.
+	State StateOptions
 
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
@@ -282,7 +285,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 			cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
 		}
 	}
-	if r.engine, err = rec.engine(cfg.Engine); err != nil {
+	if r.engine, err = rec.openEngine(cfg.Engine, cfg.State, r.id); err != nil {
 		return nil, err
 	}
 	if rec.pending != nil {
@@ -315,7 +318,7 @@ func (r *runner) close() error {
 		errs = append(errs, s.Close())
 	}
 	r.sources = nil
-	errs = append(errs, r.lock.release(), r.metrics.stop())
+	errs = append(errs, r.engine.Close(), r.lock.release(), r.metrics.stop())
 	r.lock = nil
 	return errors.Join(errs...)
 }

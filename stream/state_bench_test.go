@@ -3,7 +3,9 @@ package stream
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -25,9 +27,22 @@ func userKeys(n int) []tidemark.Key {
 // openState returns an engine holding n open (window, key) pairs: n keys in
 // one window that nothing closes (the lateness is far beyond the span).
 func openState(b *testing.B, keys []tidemark.Key) *Engine {
-	e, err := New(Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 40) * time.Microsecond}, nil)
-	if err != nil {
-		b.Fatal(err)
+	return openStateIn(b, keys, "")
+}
+
+// openStateIn is openState on the Pebble store in dir, or in memory when
+// dir is "". The Pebble engine is flushed after each batch, as the runner's
+// commit does.
+func openStateIn(b *testing.B, keys []tidemark.Key, dir string) *Engine {
+	cfg := Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 40) * time.Microsecond}
+	var e *Engine
+	if dir == "" {
+		var err error
+		if e, err = New(cfg, nil); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		e = newDiskEngine(b, cfg, dir)
 	}
 	recs := make([]tidemark.Record, 0, 10_000)
 	for i := 0; i < len(keys); i += cap(recs) {
@@ -36,45 +51,124 @@ func openState(b *testing.B, keys []tidemark.Key) *Engine {
 			recs = append(recs, tidemark.Record{Source: "s", EventTime: 1, Key: k, Value: 1, HasValue: true})
 		}
 		e.Process(recs, t0)
+		if e.disk != nil {
+			if err := e.flushDisk(e.diskMarkerFor("bench", int64(i), 0, nil)); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	return e
 }
 
 // BenchmarkBatchVsState measures one micro-batch of 10k records updating
 // random open pairs, plus its changelog encoding (the checkpoint's share of
-// the batch), over open states of 10k to 1M pairs: the cost should be flat
-// in the state size.
+// the batch) and, on the Pebble store, its flush to the database, over open
+// states of 10k to 1M pairs on both stores: the cost should be flat in the
+// state size. It also reports what a snapshot batch adds: the whole state
+// encoded (memory) or scanned twice from Pebble (measure, then stream).
 func BenchmarkBatchVsState(b *testing.B) {
-	for _, n := range []int{10_000, 100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("open=%d", n), func(b *testing.B) {
-			keys := userKeys(n)
-			e := openState(b, keys)
-			rng := rand.New(rand.NewPCG(1, 2))
-			batch := make([]tidemark.Record, 10_000)
-			var bytes int
-			var cpu int64
-			for b.Loop() {
-				b.StopTimer()
-				for i := range batch {
-					batch[i] = tidemark.Record{Source: "s", EventTime: 1 + rng.Int64N(999), Key: keys[rng.IntN(n)], Value: 2, HasValue: true}
+	for _, st := range []StateStore{StateMemory, StatePebble} {
+		for _, n := range []int{10_000, 100_000, 1_000_000} {
+			b.Run(fmt.Sprintf("%s/open=%d", st, n), func(b *testing.B) {
+				keys := userKeys(n)
+				dir := ""
+				if st == StatePebble {
+					dir = b.TempDir()
 				}
-				b.StartTimer()
+				e := openStateIn(b, keys, dir)
+				rng := rand.New(rand.NewPCG(1, 2))
+				batch := make([]tidemark.Record, 10_000)
+				var bytes int
+				var cpu int64
+				id := int64(n)
+				for b.Loop() {
+					b.StopTimer()
+					for i := range batch {
+						batch[i] = tidemark.Record{Source: "s", EventTime: 1 + rng.Int64N(999), Key: keys[rng.IntN(n)], Value: 2, HasValue: true}
+					}
+					b.StartTimer()
+					c0 := cpuTime()
+					e.Process(batch, t0)
+					data, _ := e.Changes().MarshalBinary()
+					if e.disk != nil {
+						id++
+						if err := e.flushDisk(e.diskMarkerFor("bench", id, 0, nil)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					cpu += cpuTime() - c0
+					bytes = len(data)
+				}
+				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/batch") // on a shared machine CPU time is the steadier figure
+				b.ReportMetric(float64(bytes), "changelog-bytes")
+				// What a snapshot batch adds (and what each batch cost before
+				// changelogs): the whole state encoded.
 				c0 := cpuTime()
-				e.Process(batch, t0)
-				data, _ := e.Changes().MarshalBinary()
-				cpu += cpuTime() - c0
-				bytes = len(data)
-			}
-			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/batch") // on a shared machine CPU time is the steadier figure
-			b.ReportMetric(float64(bytes), "changelog-bytes")
-			// For comparison, what each batch cost before changelogs: the
-			// whole state sorted and encoded (now: a snapshot's cost).
-			c0 := cpuTime()
-			data, _ := e.State().MarshalBinary()
-			b.ReportMetric(float64(cpuTime()-c0), "full-state-cpu-ns")
-			b.ReportMetric(float64(len(data)), "full-state-bytes")
-		})
+				var size int64
+				if e.disk == nil {
+					size = int64(len(e.MarshalSnapshot()))
+				} else {
+					for range 2 {
+						var err error
+						if size, _, err = e.writeDiskSnapshot(e.disk.db, e.disk.open, io.Discard); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(cpuTime()-c0), "snapshot-cpu-ns")
+				b.ReportMetric(float64(size), "snapshot-bytes")
+			})
+		}
 	}
+}
+
+// BenchmarkStateBytesPebble measures what an open pair costs on the Pebble
+// store: 1M per-user pairs written through the engine, then the Go heap
+// still held per pair (the slab of the last batch, Pebble's memtable and
+// cache when cgo is off), the resident set's growth per pair (Linux) and
+// the database's size on disk per pair after its memtable is flushed.
+func BenchmarkStateBytesPebble(b *testing.B) {
+	const n = 1_000_000
+	var heap, rss, disk float64
+	for b.Loop() {
+		keys := userKeys(n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rss0 := residentBytes()
+		e := openStateIn(b, keys, b.TempDir())
+		keys = nil
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if e.disk.open != n {
+			b.Fatalf("got %d open pairs, want %d", e.disk.open, n)
+		}
+		if err := e.disk.db.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		heap = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+		rss = float64(residentBytes()-rss0) / n
+		disk = float64(e.disk.bytes()) / n
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(heap, "heap-bytes/pair")
+	b.ReportMetric(rss, "rss-bytes/pair")
+	b.ReportMetric(disk, "disk-bytes/pair")
+}
+
+// residentBytes is the process's resident set (Linux /proc), 0 elsewhere.
+func residentBytes() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, res int64
+	if _, err := fmt.Sscan(string(data), &size, &res); err != nil {
+		return 0
+	}
+	return res * int64(os.Getpagesize())
 }
 
 // BenchmarkCheckpointBytes commits 60 batches through a directory

@@ -51,6 +51,9 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint location (default: <lake>/_checkpoints/<name>)", EnvVars: env("checkpoint")},
 			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name: the checkpoint's name and the lake's txn app id", EnvVars: env("name")},
 			&cli.StringFlag{Name: "progress", Usage: "write one JSON progress line per batch to this file (default: stderr)", EnvVars: env("progress")},
+			&cli.StringFlag{Name: "state-store", Value: "memory", Usage: "where open windows live: memory, or pebble (a local Pebble database, for state larger than memory; the checkpoint stays the record)", EnvVars: env("state-store")},
+			&cli.StringFlag{Name: "state-dir", Usage: "with --state-store pebble: the database's local directory (default: <user cache dir>/tidemark/state/<stream id>)", EnvVars: env("state-dir")},
+			&cli.StringFlag{Name: "memory-limit", Value: "auto", Usage: "soft memory limit of the Go GC: auto (320MiB plus twice the open state's heap, raised as it grows), off (Go's default or GOMEMLIMIT), or a size such as 512MiB", EnvVars: env("memory-limit")},
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default: off)", EnvVars: env("metrics-addr")},
 			&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links of local sources wherever they lead (default: only links that stay inside the source directory)", EnvVars: env("follow-symlinks")},
 			&cli.StringFlag{Name: "payload-codec", Usage: "Parquet codec of the lake's payload column: zstd, snappy or lz4_raw (default: the lake's, snappy for a new lake)", EnvVars: env("payload-codec")},
@@ -135,6 +138,11 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.FollowSymlinks = c.Bool("follow-symlinks")
 	cfg.Rescan = c.Duration("rescan-interval")
 	cfg.MetricsAddr = c.String("metrics-addr")
+	limit, err := stream.ParseMemoryLimit(c.String("memory-limit"))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.State = stream.StateOptions{Store: stream.StateStore(c.String("state-store")), Dir: c.String("state-dir"), MemoryLimit: limit}
 	return cfg, nil
 }
 
