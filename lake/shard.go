@@ -365,7 +365,7 @@ func (l *Lake) partialsOf(ctx context.Context, rows []WindowRow) ([]WindowRow, e
 	for i := range snap.Files {
 		a := &snap.Files[i]
 		d := a.PartitionValues["window_date"]
-		if d == nil || !mayHold(a, byDate[*d]) {
+		if d == nil || !l.mayHold(a, byDate[*d]) {
 			continue
 		}
 		got, err := l.readWindowRows(ctx, h, a)
