@@ -42,6 +42,9 @@ type RunnerConfig struct {
 	// PayloadCodec compresses the lake's payload column; "" = the lake's
 	// recorded codec (lake.Config.PayloadCodec).
 	PayloadCodec lake.PayloadCodec
+	// ShardIdle is lake.Config.ShardIdle: when another stream of the lake
+	// stops holding merged windows back (0: lake.DefaultShardIdle).
+	ShardIdle time.Duration
 
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
@@ -243,6 +246,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		Clock:      cfg.Clock,
 
 		PayloadCodec: cfg.PayloadCodec,
+		ShardIdle:    cfg.ShardIdle,
 	})
 	if err != nil {
 		return nil, err
