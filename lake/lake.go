@@ -128,7 +128,7 @@ type Lake struct {
 	clock  func() time.Time
 	grace  time.Duration
 	tables map[string]*handle
-	starts startRanges // see upsert.go
+	memo   shardMemo // see shard.go
 }
 
 // handle pairs a table's definition with its Delta log.

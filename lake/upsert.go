@@ -211,7 +211,7 @@ func nextRevision(old, row *WindowRow) int64 {
 // hold one of rows' keys, judged by its window_start stats (no stats: it
 // may).
 func (l *Lake) mayHold(a *delta.Add, rows []WindowRow) bool {
-	lo, hi, ok := l.starts.of(a)
+	lo, hi, ok := l.memo.starts.of(a)
 	if !ok {
 		return true
 	}
