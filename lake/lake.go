@@ -128,6 +128,7 @@ type Lake struct {
 	clock  func() time.Time
 	grace  time.Duration
 	tables map[string]*handle
+	memo   shardMemo // see shard.go
 }
 
 // handle pairs a table's definition with its Delta log.

@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"tidemark"
@@ -39,6 +40,54 @@ import (
 // passed the window's end. A shard is active unless its last commit is more
 // than Config.ShardIdle older than the newest shard's last commit. The
 // merged row's watermark is the lowest watermark of the active shards.
+
+// shardMemo is what the lake keeps in memory about window tables and shards
+// between commits: the window_start ranges of window files (see
+// startRanges) and each stream's last merge (see LastMerge).
+type shardMemo struct {
+	starts startRanges
+	mu     sync.Mutex
+	merges map[string]Merge
+}
+
+// Merge is what one batch's window_results commit merged, as its stream
+// (shard) reports it: how many shards the lake had, the combined watermark,
+// and how many merged windows the batch committed against its own
+// partials.
+type Merge struct {
+	BatchID int64
+	// Shards is the number of streams the lake knew at the merge (this
+	// one included), Active those of them not idle.
+	Shards, Active int
+	// Watermark is the combined watermark (µs): the lowest of the active
+	// shards', the one the merged rows carry; HasWatermark is false when no
+	// shard recorded one.
+	Watermark    int64
+	HasWatermark bool
+	// Partials is the number of windows the batch emitted (its own
+	// partials); Merged the window_results rows the commit wrote for them
+	// (0 when the batch had been committed before), of which WithOthers
+	// hold another shard's partial too and Final are final once merged.
+	Partials, Merged, WithOthers, Final int
+}
+
+// LastMerge returns the last merge the stream appID committed through this
+// Lake, if any: what `--print` and the progress line say on a shared lake.
+func (l *Lake) LastMerge(appID string) (Merge, bool) {
+	l.memo.mu.Lock()
+	defer l.memo.mu.Unlock()
+	m, ok := l.memo.merges[appID]
+	return m, ok
+}
+
+func (l *Lake) recordMerge(appID string, m Merge) {
+	l.memo.mu.Lock()
+	defer l.memo.mu.Unlock()
+	if l.memo.merges == nil {
+		l.memo.merges = map[string]Merge{}
+	}
+	l.memo.merges[appID] = m
+}
 
 // DefaultShardIdle is Config.ShardIdle's zero value.
 const DefaultShardIdle = 5 * time.Minute
@@ -262,15 +311,24 @@ func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest 
 	if _, err := l.upsertWindows(ctx, mergeSpec{h: l.tables[TableWindowPartials], rows: fixedRows(partials), txn: txn, extra: extra, op: "STREAMING UPDATE", params: params}); err != nil {
 		return err
 	}
-	rows := func(ctx context.Context) ([]WindowRow, error) { return l.mergedRows(ctx, b, ingest) }
-	_, err := l.upsertWindows(ctx, mergeSpec{h: l.tables[TableWindowResults], rows: rows, txn: txn, op: "STREAMING UPDATE", params: params, bump: true})
-	return err
+	m := Merge{BatchID: b.BatchID, Partials: len(b.Closed)}
+	rows := func(ctx context.Context) ([]WindowRow, error) {
+		out, err := l.mergedRows(ctx, b, ingest, &m)
+		m.Merged = len(out)
+		return out, err
+	}
+	if _, err := l.upsertWindows(ctx, mergeSpec{h: l.tables[TableWindowResults], rows: rows, txn: txn, op: "STREAMING UPDATE", params: params, bump: true}); err != nil {
+		return err
+	}
+	l.recordMerge(b.AppID, m)
+	return nil
 }
 
 // mergedRows merges every shard's partials of the window keys b touched, as
 // the latest window_partials holds them. The batch's own shard counts as
 // committing now with b's watermark.
-func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64) ([]WindowRow, error) {
+// m learns the shards, the combined watermark and the counts of the merge.
+func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64, m *Merge) ([]WindowRow, error) {
 	byID, err := l.shardStates(ctx)
 	if err != nil {
 		return nil, err
@@ -288,6 +346,13 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64) ([]WindowR
 	}
 	markIdle(byID, l.idle())
 	self.Idle = false
+	m.Shards, m.Active, m.WithOthers, m.Final = len(byID), 0, 0, 0
+	for _, s := range byID {
+		if !s.Idle {
+			m.Active++
+		}
+	}
+	m.Watermark, m.HasWatermark = combinedWatermark(byID)
 
 	want := make(map[windowID]bool, len(b.Closed))
 	for i := range b.Closed {
@@ -314,7 +379,14 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64) ([]WindowR
 		if len(ps) == 0 {
 			ps = []WindowRow{{Result: r.Result, Shard: b.AppID}}
 		}
-		out = append(out, mergeShards(b.AppID, r, ps, byID))
+		merged := mergeShards(b.AppID, r, ps, byID)
+		if slices.ContainsFunc(ps, func(p WindowRow) bool { return p.Shard != b.AppID }) {
+			m.WithOthers++
+		}
+		if merged.Final {
+			m.Final++
+		}
+		out = append(out, merged)
 	}
 	return out, nil
 }
@@ -365,7 +437,7 @@ func (l *Lake) partialsOf(ctx context.Context, rows []WindowRow) ([]WindowRow, e
 	for i := range snap.Files {
 		a := &snap.Files[i]
 		d := a.PartitionValues["window_date"]
-		if d == nil || !mayHold(a, byDate[*d]) {
+		if d == nil || !l.mayHold(a, byDate[*d]) {
 			continue
 		}
 		got, err := l.readWindowRows(ctx, h, a)

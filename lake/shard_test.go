@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -54,5 +55,66 @@ func TestShardsRecordAndIdle(t *testing.T) {
 	}
 	if others, err := l.OtherShards(ctx, "id-a"); err != nil || len(others) != 1 || others[0].ID != "id-b" {
 		t.Errorf("OtherShards = %+v, %v", others, err)
+	}
+}
+
+// TestStartRangesCache: the cached window_start range of a window file is
+// the one its stats give, and the cache starts again empty at its bound.
+func TestStartRangesCache(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(ctx, st, testConfig(&fakeClock{now: t0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := l.cfg.Window.Size
+	for b := range 3 {
+		start := t0.UnixMicro() + int64(b)*size
+		var agg tidemark.Agg
+		agg.Add(1, true)
+		row := WindowRow{Result: tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: testRecords(1)[0].Key, Agg: agg, Final: true}, Origin: OriginStream, Revision: 1}
+		if err := l.AppendBatch(ctx, Batch{AppID: "id-a", BatchID: int64(b), Closed: []WindowRow{row}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{TableWindowPartials, TableWindowResults} {
+		snap, err := l.tables[name].dt.Snapshot(ctx, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Files) != 3 {
+			t.Fatalf("%s: %d files, want one per emitted window", name, len(snap.Files))
+		}
+		for i := range snap.Files {
+			a := &snap.Files[i]
+			lo, hi, ok := fileTimeRange(a, "window_start")
+			for range 2 { // a miss, then a hit
+				if clo, chi, cok := l.memo.starts.of(a); clo != lo || chi != hi || cok != ok || !ok {
+					t.Errorf("%s %s: cached range [%d, %d) %v, stats say [%d, %d) %v", name, a.Path, clo, chi, cok, lo, hi, ok)
+				}
+			}
+		}
+	}
+	l.memo.starts.mu.Lock()
+	n := len(l.memo.starts.m)
+	for i := len(l.memo.starts.m); i < maxStartRanges; i++ {
+		l.memo.starts.m[strconv.Itoa(i)] = startRange{}
+	}
+	l.memo.starts.mu.Unlock()
+	if n != 6 {
+		t.Errorf("the cache holds %d ranges, want the 6 files'", n)
+	}
+	snap, err := l.tables[TableWindowResults].dt.Snapshot(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := snap.Files[0]
+	other.Path = "window_date=x/part-not-cached.parquet"
+	l.memo.starts.of(&other)
+	if got := len(l.memo.starts.m); got != 1 {
+		t.Errorf("past its bound the cache holds %d ranges, want it started again with 1", got)
 	}
 }

@@ -33,6 +33,12 @@ type Config struct {
 	// Owner names this run in the lock (0: host name and pid).
 	Owner string
 
+	// ShardIdle is lake.Config.ShardIdle: on a lake several streams write,
+	// a stream whose last commit is more than this older than the newest
+	// one's no longer holds windows open (0: lake.DefaultShardIdle). It must
+	// be the streams' --shard-idle.
+	ShardIdle time.Duration
+
 	// Workers scan raw_events in parallel; 0 means GOMAXPROCS.
 	Workers int
 

@@ -69,7 +69,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			}
 		}()
 	}
-	lk, err := lake.Open(ctx, m, lake.Config{Logger: log, Clock: clock})
+	lk, err := lake.Open(ctx, m, lake.Config{Logger: log, Clock: clock, ShardIdle: cfg.ShardIdle})
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}

@@ -355,3 +355,65 @@ func TestShardLostMerge(t *testing.T) {
 		t.Errorf("window_results sum(count) = %d after reconcile, want 60", sum)
 	}
 }
+
+// TestShardCorrectionOverwrittenByLateMerge pins down the limit the README
+// states: a shard excluded as idle comes back and merges a window reconcile
+// had corrected (with a late row no partial holds); the merge of the
+// partials drops the correction, and the next plain reconcile finds the
+// window (its partials changed since the last run) and corrects it again.
+func TestShardCorrectionOverwrittenByLateMerge(t *testing.T) {
+	ctx := context.Background()
+	spec := tidemark.WindowSpec{Size: int64(time.Minute / time.Microsecond)}
+	tl := newTestLake(t, spec)
+	base := t0.UnixMicro()
+	now := time.Now()
+	var all, aRecs, bRecs []tidemark.Record
+	for i := range 10 {
+		aRecs = append(aRecs, rec(i, base+int64(i)*second, "k", 1))
+	}
+	late := rec(50, base+30*second, "k", 1)
+	late.Status = tidemark.StatusLate // in raw_events, in no partial
+	aRecs = append(aRecs, late)
+	for i := range 5 {
+		bRecs = append(bRecs, rec(100+i, base+int64(40+i)*second, "k", 1))
+	}
+	all = append(append(all, aRecs...), bRecs...)
+	win := tidemark.Window{Start: base, End: base + spec.Size}
+	partial := func(n int64) []lake.WindowRow {
+		var agg tidemark.Agg
+		for range n {
+			agg.Add(1, true)
+		}
+		return streamRows([]tidemark.Result{{Window: win, Key: aRecs[0].Key, Agg: agg, Final: true}}, base+10*60*second, true)
+	}
+	wa, wb := base+10*60*second, base
+	// b commits its raw rows 10 minutes before a's batch, then goes quiet:
+	// idle, it does not hold the window open.
+	for _, b := range []lake.Batch{
+		{AppID: "b", BatchID: 1, Records: bRecs, Watermark: &wb, IngestTime: now.Add(-10 * time.Minute).UnixMicro()},
+		{AppID: "a", BatchID: 1, Records: aRecs, Closed: partial(10), Watermark: &wa, IngestTime: now.UnixMicro()},
+	} {
+		if err := tl.lk.AppendBatch(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int64 {
+		sum, _ := sumCount(t, tl.lk)
+		return sum
+	}
+	tl.reconcile(t, reconcile.Config{})
+	if got := count(); got != 16 {
+		t.Fatalf("after the first reconcile the window counts %d, want the 16 raw rows", got)
+	}
+	// b comes back and emits its 5 rows: the merge is a's 10 + b's 5.
+	if err := tl.lk.AppendBatch(ctx, lake.Batch{AppID: "b", BatchID: 2, Closed: partial(5), Watermark: &wa, IngestTime: now.Add(time.Minute).UnixMicro()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 15 {
+		t.Fatalf("after b's late merge the window counts %d; want 15 (the merge of the partials, without the late row)", got)
+	}
+	rep := tl.reconcile(t, reconcile.Config{})
+	if bad := closedMismatches(t, tl, spec, pureBatch(spec, all), wa); len(bad) > 0 || count() != 16 {
+		t.Errorf("the next plain reconcile (%s) left the window at %d: %v", reportLine(rep), count(), bad)
+	}
+}

@@ -291,7 +291,7 @@ func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, res BatchRe
 	if r.cfg.Print == nil {
 		return nil
 	}
-	if err := printResults(r.cfg.Print, r.cfg.Decoder.Keys, r.cfg.Decoder.ValueField != "", res.Emitted); err != nil {
+	if err := r.print(entry.BatchID, res.Emitted); err != nil {
 		return fmt.Errorf("print windows: %w", err)
 	}
 	return nil

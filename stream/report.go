@@ -225,6 +225,41 @@ type progress struct {
 	Emitted    int                       `json:"windows_emitted"`
 	DurationMs float64                   `json:"duration_ms"`
 	Drain      bool                      `json:"drain,omitempty"`
+	// Shards is set on a lake other streams write too (see shardsOf).
+	Shards *shardProgress `json:"shards,omitempty"`
+}
+
+// shardProgress is the shared-lake part of a progress line: this stream is
+// one of Count shards (Active of them not idle); windows_emitted are its
+// own partials, of which Merged went into window_results as merged rows
+// (WithOthers holding another shard's partial too, Final final once
+// merged), at the combined watermark.
+type shardProgress struct {
+	Count      int    `json:"count"`
+	Active     int    `json:"active"`
+	Watermark  string `json:"combined_watermark,omitempty"`
+	Partials   int    `json:"partials"`
+	Merged     int    `json:"merged"`
+	WithOthers int    `json:"merged_with_others"`
+	Final      int    `json:"merged_final"`
+}
+
+// shardsOf is the batch's shardProgress: nil unless the batch's merge into
+// window_results saw other shards (a lake one stream writes keeps its
+// progress line as it was).
+func (r *runner) shardsOf(batchID int64) *shardProgress {
+	if r.lake == nil {
+		return nil
+	}
+	m, ok := r.lake.LastMerge(r.id)
+	if !ok || m.BatchID != batchID || m.Shards <= 1 {
+		return nil
+	}
+	sp := &shardProgress{Count: m.Shards, Active: m.Active, Partials: m.Partials, Merged: m.Merged, WithOthers: m.WithOthers, Final: m.Final}
+	if m.HasWatermark && m.Watermark != tidemark.MaxTime {
+		sp.Watermark = tidemark.FormatTime(m.Watermark)
+	}
+	return sp
 }
 
 type eventTime struct {
@@ -248,6 +283,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 		Emitted:     len(res.Emitted),
 		DurationMs:  float64(took.Microseconds()) / 1000,
 		Drain:       entry.Drain,
+		Shards:      r.shardsOf(entry.BatchID),
 	}
 	for i := range recs {
 		p.InputRows[recs[i].Source]++
@@ -292,10 +328,18 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 	r.cfg.Progress.Write(append(line, '\n'))
 }
 
+// print writes the batch's emitted windows on --print. On a lake other
+// streams write too, each line ends with "shard_partial":true: the values
+// are this stream's partial, window_results holds the merge.
+func (r *runner) print(batchID int64, results []tidemark.Result) error {
+	return printResults(r.cfg.Print, r.cfg.Decoder.Keys, r.cfg.Decoder.ValueField != "", r.shardsOf(batchID) != nil, results)
+}
+
 // printResults writes emitted windows as JSON lines (SPEC §3):
 // window_start, window_end, one property per key, count, sum/min/max (with a
-// value field; null when no row had a value), final.
-func printResults(w io.Writer, keys []string, withValue bool, results []tidemark.Result) error {
+// value field; null when no row had a value), final, and with partial
+// "shard_partial":true.
+func printResults(w io.Writer, keys []string, withValue, partial bool, results []tidemark.Result) error {
 	bw := bufio.NewWriter(w)
 	buf := make([]byte, 0, 256)
 	for _, res := range results {
@@ -335,6 +379,9 @@ func printResults(w io.Writer, keys []string, withValue bool, results []tidemark
 		}
 		buf = append(buf, `,"final":`...)
 		buf = strconv.AppendBool(buf, res.Final)
+		if partial {
+			buf = append(buf, `,"shard_partial":true`...)
+		}
 		buf = append(buf, "}\n"...)
 		if _, err := bw.Write(buf); err != nil {
 			return err

@@ -45,6 +45,9 @@ type RunnerConfig struct {
 	// State is where the open state lives: memory (default) or a local
 	// Pebble database.
 	State StateOptions
+	// ShardIdle is lake.Config.ShardIdle: when another stream of the lake
+	// stops holding merged windows back (0: lake.DefaultShardIdle).
+	ShardIdle time.Duration
 
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
@@ -246,6 +249,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		Clock:      cfg.Clock,
 
 		PayloadCodec: cfg.PayloadCodec,
+		ShardIdle:    cfg.ShardIdle,
 	})
 	if err != nil {
 		return nil, err

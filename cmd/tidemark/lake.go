@@ -25,6 +25,11 @@ func lakeFlags() []cli.Flag {
 // remembers. readOnly skips the S3 put-if-absent probe, so commands that
 // only read need no write access.
 func openLake(c *cli.Context, readOnly bool) (*lake.Lake, error) {
+	return openLakeWith(c, readOnly, lake.Config{})
+}
+
+// openLakeWith is openLake with the options of cfg (its setup is adopted).
+func openLakeWith(c *cli.Context, readOnly bool, cfg lake.Config) (*lake.Lake, error) {
 	loc := c.String("lake")
 	if err := lakeExists(loc); err != nil {
 		return nil, err
@@ -33,7 +38,7 @@ func openLake(c *cli.Context, readOnly bool) (*lake.Lake, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", loc, err)
 	}
-	return lake.Open(c.Context, st, lake.Config{}) // its errors name the lake
+	return lake.Open(c.Context, st, cfg) // its errors name the lake
 }
 
 // lakeExists refuses a local lake directory that is not there: opening a

@@ -27,6 +27,7 @@ func reconcileCommand() *cli.Command {
 			&cli.StringFlag{Name: "to", Usage: "... and before this time", EnvVars: env("to")},
 			&cli.BoolFlag{Name: "dry-run", Usage: "report the corrections without writing anything", EnvVars: env("dry-run")},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "report format: text or json", EnvVars: env("format")},
+			shardIdleFlag(),
 			&cli.DurationFlag{Name: "lock-ttl", Value: time.Hour, Usage: "a lock older than this is stale and taken over", EnvVars: env("lock-ttl")},
 		), loggingFlags()...),
 		Action: runReconcile,
@@ -42,6 +43,9 @@ func reconcileConfig(c *cli.Context) (reconcile.Config, error) {
 		LockTTL: c.Duration("lock-ttl"),
 	}
 	var err error
+	if cfg.ShardIdle, err = shardIdle(c); err != nil {
+		return cfg, err
+	}
 	if cfg.From, err = parseFlagTime(c, "from"); err != nil {
 		return cfg, err
 	}

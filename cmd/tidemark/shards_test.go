@@ -16,6 +16,7 @@ import (
 
 	"tidemark"
 	"tidemark/lake"
+	"tidemark/lake/store"
 	"tidemark/lake/store/storetest"
 )
 
@@ -201,4 +202,59 @@ func TestShardKill9(t *testing.T) {
 		t.Fatal("no run of host-0 was killed; the test proved nothing")
 	}
 	checkShardedLake(t, openTestLake(t, lakeDir), lines)
+}
+
+// TestShardIdleFlag: --shard-idle decides which shard `tidemark shards`
+// (and so reconcile, through the same lake.Config.ShardIdle) calls idle; a
+// non-positive value is refused by every command that takes it.
+func TestShardIdleFlag(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := lake.Open(ctx, st, lake.Config{Keys: []string{"page"}, Window: tidemark.WindowSpec{Size: 60e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	// b's last commit is 2 minutes older than a's: active under the
+	// default 5 minutes, idle under --shard-idle 1m.
+	for i, id := range []string{"id-b", "id-a"} {
+		w := t0.UnixMicro()
+		rec := tidemark.Record{EventTime: w, Key: tidemark.MakeKey(tidemark.KeyPart{Value: "/p"}), Status: tidemark.StatusOK, Source: "s", File: "f", Offset: int64(i)}
+		if err := lk.AppendBatch(ctx, lake.Batch{AppID: id, BatchID: 0, Records: []tidemark.Record{rec}, Watermark: &w,
+			IngestTime: t0.Add(time.Duration(i) * 2 * time.Minute).UnixMicro()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states := func(args ...string) string {
+		t.Helper()
+		out, stderr, code := run(t, append([]string{"shards", "--lake", dir, "--format", "csv"}, args...)...)
+		if code != 0 {
+			t.Fatalf("shards %v: exit %d\n%s", args, code, stderr)
+		}
+		var got []string
+		for _, l := range lines(out)[1:] {
+			f := strings.Split(l, ",")
+			got = append(got, f[1]+"="+f[len(f)-1])
+		}
+		return strings.Join(got, " ")
+	}
+	if got, want := states(), "id-a=active id-b=active"; got != want {
+		t.Errorf("shards: %s, want %s", got, want)
+	}
+	if got, want := states("--shard-idle", "1m"), "id-a=active id-b=idle"; got != want {
+		t.Errorf("shards --shard-idle 1m: %s, want %s", got, want)
+	}
+	for _, args := range [][]string{
+		{"shards", "--lake", dir, "--shard-idle", "0s"},
+		{"reconcile", "--lake", dir, "--dry-run", "--shard-idle", "-1m"},
+		{"stream", "--lake", dir, "--source", dir, "--key", "page", "--window", "1m", "--once", "--shard-idle", "0s"},
+	} {
+		if _, stderr, code := run(t, args...); code == 0 || !strings.Contains(stderr, "--shard-idle") {
+			t.Errorf("%v: exit %d, want a refusal naming --shard-idle:\n%s", args, code, stderr)
+		}
+	}
 }

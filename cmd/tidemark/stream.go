@@ -56,6 +56,7 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "memory-limit", Value: "auto", Usage: "soft memory limit of the Go GC: auto (320MiB plus twice the open state's heap, raised as it grows), off (Go's default or GOMEMLIMIT), or a size such as 512MiB", EnvVars: env("memory-limit")},
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default: off)", EnvVars: env("metrics-addr")},
 			&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links of local sources wherever they lead (default: only links that stay inside the source directory)", EnvVars: env("follow-symlinks")},
+			shardIdleFlag(),
 			&cli.StringFlag{Name: "payload-codec", Usage: "Parquet codec of the lake's payload column: zstd, snappy or lz4_raw (default: the lake's, snappy for a new lake)", EnvVars: env("payload-codec")},
 			&cli.BoolFlag{Name: "poll", Usage: "find new data by periodic rescans only (no fsnotify), e.g. on network filesystems", EnvVars: env("poll")},
 			&cli.DurationFlag{Name: "rescan-interval", Value: 10 * time.Second, Usage: "full rescan of local sources (a backstop for lost fsnotify events), or the S3 polling interval", EnvVars: env("rescan-interval")},
@@ -92,6 +93,9 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		if cfg.PayloadCodec, err = lake.ParsePayloadCodec(s); err != nil {
 			return cfg, fmt.Errorf("--payload-codec: %w", err)
 		}
+	}
+	if cfg.ShardIdle, err = shardIdle(c); err != nil {
+		return cfg, err
 	}
 	perSource, err := sourceLateness(c.StringSlice("source-lateness"))
 	if err != nil {
