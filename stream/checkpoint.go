@@ -143,15 +143,15 @@ func (c *checkpoint) write(ctx context.Context, key string, v any) error {
 // commit records a batch whose lake commits are done: its state file, then
 // its commit entry (the commit point). state overrides the engine's state
 // (the drain batch).
-func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng *Engine, state *State) error {
+func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng windower, state drainState) error {
 	ref, err := c.saveState(ctx, batchID, eng, state)
 	if err != nil {
 		return err
 	}
 	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.sourceWatermarks()}
-	w, hasW := eng.w, eng.hasW
+	w, hasW := eng.watermark()
 	if state != nil {
-		w, hasW = state.Watermark, state.HasWatermark
+		w, hasW = state.mark()
 	}
 	if hasW {
 		entry.Watermark = &w

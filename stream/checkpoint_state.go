@@ -53,7 +53,7 @@ func changelogKey(id int64) string { return fmt.Sprintf("state/%020d.changelog",
 // snapshot by the rule above, and returns the reference its commit entry
 // carries. override replaces the engine's state (the drain batch, whose
 // checkpointed watermark is not the engine's); it is always a snapshot.
-func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, override *State) (*stateRef, error) {
+func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, override drainState) (*stateRef, error) {
 	prev := c.chain
 	var data []byte
 	var err error
@@ -63,7 +63,7 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 	}
 	snapshot := override != nil || prev == nil || prev.Changelogs >= limit
 	if !snapshot {
-		if data, err = eng.Changes().MarshalBinary(); err != nil {
+		if data, err = eng.changelog(); err != nil {
 			return nil, fmt.Errorf("encode the changelog of batch %d: %w", id, err)
 		}
 		snapshot = prev.ChangelogBytes+int64(len(data)) > prev.SnapshotBytes
@@ -71,7 +71,7 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 	ref := &stateRef{Snapshot: id}
 	if snapshot {
 		if override == nil {
-			data = eng.MarshalSnapshot()
+			data = eng.snapshot()
 		} else if data, err = override.MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
 		}
@@ -171,6 +171,10 @@ func (c *checkpoint) takeWritten() int64 {
 type committedState struct {
 	snapshot   *State
 	changelogs []*Changes
+	// session and sessionChanges replace them in a session stream's
+	// checkpoint (decodeSnapshot picks by the file's magic).
+	session        *SessionState
+	sessionChanges []*SessionChanges
 }
 
 // loadState reads the chain ref names for commit id, checking each file;
@@ -193,8 +197,8 @@ func (c *checkpoint) loadState(ctx context.Context, id int64, ref *stateRef) (*c
 	if err != nil {
 		return nil, err
 	}
-	cs := &committedState{snapshot: new(State)}
-	if err := cs.snapshot.UnmarshalBinary(data); err != nil {
+	cs := new(committedState)
+	if err := cs.decodeSnapshot(data); err != nil {
 		return nil, &corruptError{key: c.describe(snapshotKey(ref.Snapshot)), err: err}
 	}
 	for b := ref.Snapshot + 1; b <= id; b++ {
@@ -202,11 +206,9 @@ func (c *checkpoint) loadState(ctx context.Context, id int64, ref *stateRef) (*c
 		if err != nil {
 			return nil, err
 		}
-		ch := new(Changes)
-		if err := ch.UnmarshalBinary(data); err != nil {
+		if err := cs.decodeChangelog(data); err != nil {
 			return nil, &corruptError{key: c.describe(changelogKey(b)), err: err}
 		}
-		cs.changelogs = append(cs.changelogs, ch)
 	}
 	return cs, nil
 }
@@ -256,6 +258,9 @@ func (cs *committedState) engine(cfg Config) (*Engine, error) {
 
 // State returns the committed state as one snapshot (for inspection).
 func (cs *committedState) State() (*State, error) {
+	if cs.snapshot == nil {
+		return nil, errSessionCheckpoint
+	}
 	e, err := cs.engine(Config{Window: cs.snapshot.Window})
 	if err != nil {
 		return nil, err

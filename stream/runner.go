@@ -27,9 +27,12 @@ type RunnerConfig struct {
 	Sources []string             // one watermark input each: directory, glob or s3://bucket/prefix
 	Decoder ingest.DecoderConfig // how lines become records
 	Engine  Config               // windows, watermark, late rule, output mode
-	Lake    string               // directory or s3://bucket/prefix
-	S3      store.S3Config       // endpoint and credentials for s3:// lakes and sources
-	Name    string               // stream name; default "stream"
+	// SessionGap, when not 0, runs session windows with this gap instead
+	// of Engine.Window, which must then be zero (session_runner.go).
+	SessionGap time.Duration
+	Lake       string         // directory or s3://bucket/prefix
+	S3         store.S3Config // endpoint and credentials for s3:// lakes and sources
+	Name       string         // stream name; default "stream"
 
 	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
 	MaxBatchRows int           // input lines per micro-batch; 0 means 100000, negative is an error
@@ -66,10 +69,13 @@ type RunnerConfig struct {
 // names in its messages (the engine's own checks follow in New): Run calls
 // it first, so a bad config fails before anything is opened.
 func (c RunnerConfig) Validate() error {
+	if err := c.validateSessions(); err != nil {
+		return err
+	}
 	switch {
 	case len(c.Sources) == 0:
 		return errors.New("--source is required: a directory or s3://bucket/prefix")
-	case c.Engine.Window.Size == 0:
+	case c.Engine.Window.Size == 0 && c.SessionGap == 0:
 		return errors.New("--window is required, e.g. --window 10m")
 	case c.Engine.Lateness < 0:
 		return fmt.Errorf("--lateness must not be negative, got %s", c.Engine.Lateness)
@@ -203,8 +209,8 @@ type runner struct {
 	lake    *lake.Lake
 	ck      *checkpoint
 	lock    *lock
-	id      string // stream id: the lake's txn appId
-	engine  *Engine
+	id      string   // stream id: the lake's txn appId
+	engine  windower // *Engine, or *SessionEngine with --session-gap
 	sources []ingest.Source
 	nextID  int64 // the next batch id
 	sum     *Summary
@@ -239,6 +245,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		Keys:       cfg.Decoder.Keys,
 		ValueField: cfg.Decoder.ValueField,
 		Window:     cfg.Engine.Window,
+		SessionGap: cfg.SessionGap.Microseconds(),
 		Logger:     cfg.Logger,
 		Clock:      cfg.Clock,
 
@@ -262,6 +269,9 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if r.id, err = r.ck.streamID(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.checkSessionShards(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: cfg.Name, Sources: cfg.Sources}); err != nil {
 		return nil, err
 	}
@@ -269,20 +279,15 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var state *State
 	resume := map[string]json.RawMessage{}
 	if rec.commit != nil {
-		state = rec.state.snapshot
-		if state.Window != cfg.Engine.Window.Normalized() {
-			return nil, fmt.Errorf("checkpoint %s was written with different windows (%s); use a new --name or --checkpoint", cfg.Checkpoint, describeSpec(state.Window))
-		}
 		resume = rec.commit.End
 		r.nextID = rec.commit.BatchID + 1
 		if err := r.ck.sweep(ctx, rec.commit.BatchID); err != nil {
 			cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
 		}
 	}
-	if r.engine, err = rec.engine(cfg.Engine); err != nil {
+	if r.engine, err = rec.windower(cfg); err != nil {
 		return nil, err
 	}
 	if rec.pending != nil {
