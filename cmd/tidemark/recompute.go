@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -39,6 +40,10 @@ func recomputeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if g := lk.Config().SessionGap; g > 0 {
+				// A session lake: its exact windows are its sessions.
+				return printSessions(c, lk, time.Duration(g)*time.Microsecond, f)
+			}
 			if c.String("from") == "" || c.String("to") == "" {
 				// Default to the windows that can hold the lake's events.
 				lo, hi, ok, err := batch.WindowStarts(c.Context, lk)
@@ -61,9 +66,7 @@ func recomputeCommand() *cli.Command {
 				return err
 			}
 			if f == nil {
-				took := time.Since(began)
-				fmt.Fprintf(c.App.Writer, `{"windows":%d,"rows_read":%d,"files_read":%d,"seconds":%.3f,"rows_per_second":%.0f}`+"\n",
-					len(rows), st.RowsRead, st.FilesRead, took.Seconds(), float64(st.RowsRead)/took.Seconds())
+				printCount(c.App.Writer, len(rows), st, time.Since(began))
 				return nil
 			}
 			keys := lk.Config().Keys
@@ -76,4 +79,11 @@ func recomputeCommand() *cli.Command {
 			return f.flush(c.App.Writer)
 		},
 	}
+}
+
+// printCount is `recompute --format count`: how many windows, and what
+// computing them read.
+func printCount(w io.Writer, windows int, st batch.Stats, took time.Duration) {
+	fmt.Fprintf(w, `{"windows":%d,"rows_read":%d,"files_read":%d,"seconds":%.3f,"rows_per_second":%.0f}`+"\n",
+		windows, st.RowsRead, st.FilesRead, took.Seconds(), float64(st.RowsRead)/took.Seconds())
 }
