@@ -259,7 +259,7 @@ func (cs *committedState) engine(cfg Config) (*Engine, error) {
 // State returns the committed state as one snapshot (for inspection).
 func (cs *committedState) State() (*State, error) {
 	if cs.snapshot == nil {
-		return nil, errSessionCheckpoint
+		return cs.sessionView()
 	}
 	e, err := cs.engine(Config{Window: cs.snapshot.Window})
 	if err != nil {

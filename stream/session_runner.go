@@ -190,9 +190,23 @@ func (r *runner) reload(after drainState) error {
 	return err
 }
 
-// errSessionCheckpoint: the checkpoint holds session state, which has no
-// window State to show.
-var errSessionCheckpoint = errors.New("the checkpoint holds session windows (--session-gap), not window state")
+// sessionView is a session checkpoint's state as inspection reads a
+// State: the gap as the window, the watermark, the sources, and the open
+// sessions as the open rows (the closed-session horizons are not shown).
+func (cs *committedState) sessionView() (*State, error) {
+	gap := time.Duration(cs.session.Gap) * time.Microsecond
+	e, err := NewSessionEngine(gap, Config{}, cs.session)
+	if err != nil {
+		return nil, err
+	}
+	for i, ch := range cs.sessionChanges {
+		if err := e.Apply(ch); err != nil {
+			return nil, fmt.Errorf("replay changelog %d of %d: %w", i+1, len(cs.sessionChanges), err)
+		}
+	}
+	st := e.State()
+	return &State{Window: tidemark.WindowSpec{Size: st.Gap, Slide: st.Gap}, Watermark: st.Watermark, HasWatermark: st.HasWatermark, Sources: st.Sources, Open: st.Open}, nil
+}
 
 // decodeSnapshot decodes a snapshot file, a State or a SessionState by its
 // magic.

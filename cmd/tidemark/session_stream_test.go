@@ -51,6 +51,15 @@ func TestSessionStreamWalkthrough(t *testing.T) {
 			if got := sessionRows(t, lk); got != rows {
 				t.Errorf("%s drain=%v: window_results\n%s\nwant\n%s", rule, drain, got, rows)
 			}
+			// `tidemark checkpoint` shows the open session a restart resumes.
+			out, stderr, code = run(t, "checkpoint", "--lake", lk)
+			open := "1 open windows, 1 (window, key) rows"
+			if drain {
+				open = "0 open windows"
+			}
+			if code != 0 || !strings.Contains(out, open) || (!drain && !strings.Contains(out, "from 2026-01-01T10:11:00Z to 2026-01-01T10:16:00Z")) {
+				t.Errorf("%s drain=%v: checkpoint exit %d, want %q:\n%s%s", rule, drain, code, open, out, stderr)
+			}
 			out, stderr, code = run(t, "recompute", "--lake", lk, "--format", "csv")
 			exact := "window_start,window_end,user,count,sum,min,max,late_rows\n" +
 				"2026-01-01T10:00:00Z,2026-01-01T10:16:00Z,u1,4,10,1,4,1\n"
