@@ -69,16 +69,20 @@ func recomputeCommand() *cli.Command {
 				printCount(c.App.Writer, len(rows), st, time.Since(began))
 				return nil
 			}
-			keys := lk.Config().Keys
-			header := append([]string{"window_start", "window_end"}, keys...)
-			f.header(append(header, "count", "sum", "min", "max", "late_rows"))
-			for _, r := range rows {
-				cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
-				f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
-			}
-			return f.flush(c.App.Writer)
+			return printExact(c, f, lk.Config().Keys, rows)
 		},
 	}
+}
+
+// printExact prints exact windows or sessions with their late rows.
+func printExact(c *cli.Context, f *renderer, keys []string, rows []batch.Row) error {
+	header := append([]string{"window_start", "window_end"}, keys...)
+	f.header(append(header, "count", "sum", "min", "max", "late_rows"))
+	for _, r := range rows {
+		cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
+		f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
+	}
+	return f.flush(c.App.Writer)
 }
 
 // printCount is `recompute --format count`: how many windows, and what

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -77,12 +76,5 @@ func printSessions(c *cli.Context, lk *lake.Lake, gap time.Duration, f *renderer
 		printCount(c.App.Writer, len(rows), st.Stats, time.Since(began))
 		return nil
 	}
-	keys := lk.Config().Keys
-	header := append([]string{"window_start", "window_end"}, keys...)
-	f.header(append(header, "count", "sum", "min", "max", "late_rows"))
-	for _, r := range rows {
-		cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
-		f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
-	}
-	return f.flush(c.App.Writer)
+	return printExact(c, f, lk.Config().Keys, rows)
 }

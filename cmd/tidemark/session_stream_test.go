@@ -18,14 +18,7 @@ import (
 // recompute on the session lake gives the one exact session 10:07 bridges.
 func TestSessionStreamWalkthrough(t *testing.T) {
 	dir := t.TempDir()
-	src := filepath.Join(dir, "events.ndjson")
-	lines := ""
-	for i, mm := range []string{"00", "03", "11", "07"} {
-		lines += fmt.Sprintf(`{"event_time":"2026-01-01T10:%s:00Z","user":"u1","value":%d}`+"\n", mm, i+1)
-	}
-	if err := os.WriteFile(src, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src := walkthroughInput(t, dir)
 	first := `{"window_start":"2026-01-01T10:00:00Z","window_end":"2026-01-01T10:08:00Z","user":"u1","count":2,"sum":3,"min":1,"max":2,"final":true}` + "\n"
 	second := `{"window_start":"2026-01-01T10:11:00Z","window_end":"2026-01-01T10:16:00Z","user":"u1","count":1,"sum":3,"min":3,"max":3,"final":true}` + "\n"
 	for _, rule := range []string{"window", "event"} {
@@ -121,6 +114,22 @@ func TestSessionStreamRefusals(t *testing.T) {
 	if stderr, code := stream(sessions, "--session-gap", "5m"); code != 0 {
 		t.Fatalf("the session stream after a refused second one: exit %d\n%s", code, stderr)
 	}
+}
+
+// walkthroughInput writes the README's session walk-through input to
+// dir/events.ndjson and returns its path: key u1 at 10:00, 10:03, 10:11
+// and 10:07, in that order, with values 1 to 4.
+func walkthroughInput(t *testing.T, dir string) string {
+	t.Helper()
+	src := filepath.Join(dir, "events.ndjson")
+	lines := ""
+	for i, mm := range []string{"00", "03", "11", "07"} {
+		lines += fmt.Sprintf(`{"event_time":"2026-01-01T10:%s:00Z","user":"u1","value":%d}`+"\n", mm, i+1)
+	}
+	if err := os.WriteFile(src, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
 
 // sessionRows renders window_results of a session lake with a 5-minute
