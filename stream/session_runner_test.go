@@ -111,3 +111,16 @@ func TestRunnerConfigValidateSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusInfoSessions: the status page of a session stream names the
+// gap, not a window.
+func TestStatusInfoSessions(t *testing.T) {
+	info := newStatus(RunnerConfig{Clock: time.Now, SessionGap: 30 * time.Minute}).info
+	if info.SessionGap != "30m0s" || info.Window != "" {
+		t.Fatalf("status info %+v", info)
+	}
+	info = newStatus(RunnerConfig{Clock: time.Now, Engine: Config{Window: tidemark.WindowSpec{Size: 60_000_000}}}).info
+	if info.SessionGap != "" || info.Window != "1m0s" {
+		t.Fatalf("status info %+v", info)
+	}
+}
