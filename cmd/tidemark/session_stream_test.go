@@ -151,3 +151,47 @@ func sessionRows(t *testing.T, loc string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestSessionLatenessWhatIf: `tidemark lateness` on a session lake replays
+// sessions. 10:06 arrives after 10:00, 10:04 and 10:09:20 (gap 5m): with a
+// 10 s budget W is 10:09:10, so the session [10:00,10:09) is closed and
+// 10:06, which touches it, is late under the window rule, while its
+// tumbling 5-minute window [10:05,10:10) is still open on a window lake.
+func TestSessionLatenessWhatIf(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	input := ""
+	for _, ea := range [][2]string{{"10:00:00", "10:00:00"}, {"10:04:00", "10:04:00"}, {"10:09:20", "10:09:20"}, {"10:06:00", "10:09:30"}} {
+		input += fmt.Sprintf(`{"event_time":"2026-01-01T%sZ","arrival":"2026-01-01T%sZ","user":"u1"}`+"\n", ea[0], ea[1])
+	}
+	if err := os.WriteFile(filepath.Join(src, "e.ndjson"), []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flag, want string // want: dropped_event_rule_10s,dropped_window_rule_10s
+	}{{"--session-gap", "1,1"}, {"--window", "1,0"}} {
+		lk := filepath.Join(dir, c.flag)
+		if _, stderr, code := run(t, "stream", "--source", src, "--key", "user", "--arrival-field", "arrival", c.flag, "5m",
+			"--max-batch-rows", "1", "--once", "--lake", lk); code != 0 {
+			t.Fatalf("%s: stream exit %d\n%s", c.flag, code, stderr)
+		}
+		out, stderr, code := run(t, "lateness", "--lake", lk, "--format", "csv")
+		rows := lines(out)
+		if code != 0 || len(rows) != 2 {
+			t.Fatalf("%s: lateness exit %d\n%s%s", c.flag, code, out, stderr)
+		}
+		head, vals := strings.Split(rows[0], ","), strings.Split(rows[1], ",")
+		got := map[string]string{}
+		for i, h := range head {
+			if i < len(vals) {
+				got[h] = vals[i]
+			}
+		}
+		if g := got["dropped_event_rule_10s"] + "," + got["dropped_window_rule_10s"]; g != c.want {
+			t.Errorf("%s: dropped at 10s (event rule, window rule) %s, want %s\n%s", c.flag, g, c.want, out)
+		}
+	}
+}
