@@ -27,12 +27,9 @@ type RunnerConfig struct {
 	Sources []string             // one watermark input each: directory, glob or s3://bucket/prefix
 	Decoder ingest.DecoderConfig // how lines become records
 	Engine  Config               // windows, watermark, late rule, output mode
-	// SessionGap, when not 0, runs session windows with this gap instead
-	// of Engine.Window, which must then be zero (session_runner.go).
-	SessionGap time.Duration
-	Lake       string         // directory or s3://bucket/prefix
-	S3         store.S3Config // endpoint and credentials for s3:// lakes and sources
-	Name       string         // stream name; default "stream"
+	Lake    string               // directory or s3://bucket/prefix
+	S3      store.S3Config       // endpoint and credentials for s3:// lakes and sources
+	Name    string               // stream name; default "stream"
 
 	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
 	MaxBatchRows int           // input lines per micro-batch; 0 means 100000, negative is an error
@@ -45,6 +42,10 @@ type RunnerConfig struct {
 	// PayloadCodec compresses the lake's payload column; "" = the lake's
 	// recorded codec (lake.Config.PayloadCodec).
 	PayloadCodec lake.PayloadCodec
+
+	// SessionGap, when not 0, runs session windows with this gap instead
+	// of Engine.Window, which must then be zero (session_runner.go).
+	SessionGap time.Duration
 
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
@@ -209,8 +210,8 @@ type runner struct {
 	lake    *lake.Lake
 	ck      *checkpoint
 	lock    *lock
-	id      string   // stream id: the lake's txn appId
-	engine  windower // *Engine, or *SessionEngine with --session-gap
+	id      string // stream id: the lake's txn appId
+	engine  windower
 	sources []ingest.Source
 	nextID  int64 // the next batch id
 	sum     *Summary
