@@ -38,6 +38,9 @@ const (
 	confWindow = "tidemark.windowUs" // window size, µs
 	confSlide  = "tidemark.slideUs"  // window slide, µs
 	confCodec  = "tidemark.payloadCodec"
+	// confSessionGap is the session gap, µs, of a lake holding session
+	// windows (`tidemark stream --session-gap`); absent on other lakes.
+	confSessionGap = "tidemark.sessionGapUs"
 )
 
 // Config says what a lake holds. The zero Keys, ValueField and Window on an
@@ -46,6 +49,11 @@ type Config struct {
 	Keys       []string
 	ValueField string
 	Window     tidemark.WindowSpec
+	// SessionGap, µs, when not 0, makes the lake hold session windows
+	// with this gap: Open sets Window to {SessionGap, SessionGap}, and a
+	// lake remembers it beside the window, so a session run on a window
+	// lake, a window run on a session lake or another gap is refused.
+	SessionGap int64
 	Logger     *slog.Logger     // nil discards
 	Clock      func() time.Time // nil means time.Now
 	// WriterGrace: vacuum keeps every file no version references that is
@@ -63,7 +71,7 @@ type Config struct {
 }
 
 func (c Config) adopt() bool {
-	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0
+	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0 && c.SessionGap == 0
 }
 
 func (c Config) slide() int64 { return c.Window.Normalized().Slide }
@@ -77,6 +85,10 @@ func (c Config) describe() string {
 	if c.ValueField != "" {
 		fmt.Fprintf(&b, "--value %s ", c.ValueField)
 	}
+	if c.SessionGap > 0 {
+		fmt.Fprintf(&b, "--session-gap %s", time.Duration(c.SessionGap)*time.Microsecond)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "--window %s", time.Duration(c.Window.Size)*time.Microsecond)
 	if c.slide() != c.Window.Size {
 		fmt.Fprintf(&b, " --slide %s", time.Duration(c.slide())*time.Microsecond)
@@ -89,13 +101,17 @@ func (c Config) configuration() map[string]string {
 	if c.Keys == nil {
 		keys = []byte("[]")
 	}
-	return map[string]string{
+	m := map[string]string{
 		confKeys:   string(keys),
 		confValue:  c.ValueField,
 		confWindow: strconv.FormatInt(c.Window.Size, 10),
 		confSlide:  strconv.FormatInt(c.slide(), 10),
 		confCodec:  string(c.PayloadCodec),
 	}
+	if c.SessionGap > 0 {
+		m[confSessionGap] = strconv.FormatInt(c.SessionGap, 10)
+	}
+	return m
 }
 
 func configFrom(m map[string]string) (Config, error) {
@@ -110,12 +126,18 @@ func configFrom(m map[string]string) (Config, error) {
 		return c, fmt.Errorf("table configuration %s=%q %s=%q: not a window", confWindow, m[confWindow], confSlide, m[confSlide])
 	}
 	c.Window = tidemark.WindowSpec{Size: size, Slide: slide}
+	if g, ok := m[confSessionGap]; ok {
+		var err error
+		if c.SessionGap, err = strconv.ParseInt(g, 10, 64); err != nil || c.SessionGap <= 0 {
+			return c, fmt.Errorf("table configuration %s=%q: not a session gap", confSessionGap, g)
+		}
+	}
 	return c, nil
 }
 
 func sameSetup(a, b Config) bool {
 	return slices.Equal(a.Keys, b.Keys) && a.ValueField == b.ValueField &&
-		a.Window.Size == b.Window.Size && a.slide() == b.slide()
+		a.Window.Size == b.Window.Size && a.slide() == b.slide() && a.SessionGap == b.SessionGap
 }
 
 // Lake is an open lake: its four tables on one store. It is safe for
@@ -148,6 +170,9 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	}
 	if cfg.WriterGrace <= 0 {
 		cfg.WriterGrace = DefaultWriterGrace
+	}
+	if cfg.SessionGap > 0 {
+		cfg.Window = tidemark.WindowSpec{Size: cfg.SessionGap}
 	}
 	l := &Lake{st: st, log: cfg.Logger, clock: cfg.Clock, grace: cfg.WriterGrace, tables: map[string]*handle{}}
 	opts := delta.Options{Clock: cfg.Clock, Logger: cfg.Logger}
@@ -184,6 +209,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	switch {
 	case adopted:
 		cfg.Keys, cfg.ValueField, cfg.Window = remembered.Keys, remembered.ValueField, remembered.Window
+		cfg.SessionGap = remembered.SessionGap
 	case remembered != nil && !sameSetup(*remembered, cfg):
 		return nil, fmt.Errorf("open lake %s: %w: the lake was created with %s, this run asks for %s; use the same flags or another --lake", st, ErrConfigMismatch, remembered.describe(), cfg.describe())
 	case remembered == nil && cfg.adopt():

@@ -152,15 +152,15 @@ func (c *checkpoint) write(ctx context.Context, key string, v any) error {
 // changes' CRC, so the snapshot can be a scan of it. A crash after that
 // leaves a database ahead of the last commit: the marker no longer matches
 // and the restart rebuilds it from the checkpoint.
-func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng *Engine, state *State) error {
+func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng windower, state drainState) error {
 	ref, err := c.writeState(ctx, batchID, eng, state)
 	if err != nil {
 		return err
 	}
 	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.sourceWatermarks()}
-	w, hasW := eng.w, eng.hasW
+	w, hasW := eng.watermark()
 	if state != nil {
-		w, hasW = state.Watermark, state.HasWatermark
+		w, hasW = state.mark()
 	}
 	if hasW {
 		entry.Watermark = &w
@@ -174,13 +174,14 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 
 // writeState is the part of commit before the commit entry: the local
 // Pebble state (when used) and the batch's state file.
-func (c *checkpoint) writeState(ctx context.Context, batchID int64, eng *Engine, state *State) (*stateRef, error) {
-	changes, err := eng.Changes().MarshalBinary()
+func (c *checkpoint) writeState(ctx context.Context, batchID int64, eng windower, state drainState) (*stateRef, error) {
+	changes, err := eng.changelog()
 	if err != nil {
 		return nil, fmt.Errorf("encode the changelog of batch %d: %w", batchID, err)
 	}
-	if eng.disk != nil {
-		if err := eng.flushDisk(eng.diskMarkerFor(c.id, batchID, crc32.Checksum(changes, castagnoli), state)); err != nil {
+	if e, ok := eng.(*Engine); ok && e.disk != nil {
+		after, _ := state.(*State) // a window engine's drain state
+		if err := e.flushDisk(e.diskMarkerFor(c.id, batchID, crc32.Checksum(changes, castagnoli), after)); err != nil {
 			return nil, err
 		}
 	}

@@ -60,8 +60,8 @@ func changelogKey(id int64) string { return fmt.Sprintf("state/%020d.changelog",
 // snapshot by the rule above, and returns the reference its commit entry
 // carries. override replaces the engine's state (the drain batch, whose
 // checkpointed watermark is not the engine's); it is always a snapshot.
-// changes is the batch's encoded Changes (its CRC is the ref's Token).
-func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, override *State, changes []byte) (*stateRef, error) {
+// changes is the batch's encoded changelog (its CRC is the ref's Token).
+func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, override drainState, changes []byte) (*stateRef, error) {
 	prev := c.chain
 	limit := c.maxChangelogs
 	if limit <= 0 {
@@ -79,17 +79,22 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng *Engine, overr
 		return ref, c.put(ctx, ref.File, changes)
 	}
 	ref.File = snapshotKey(id)
-	if override == nil {
-		n, sum, err := c.putSnapshot(ctx, ref.File, eng)
+	var data []byte
+	switch e, ok := eng.(*Engine); {
+	case override == nil && ok:
+		n, sum, err := c.putSnapshot(ctx, ref.File, e)
 		if err != nil {
 			return nil, err
 		}
 		ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
 		return ref, nil
-	}
-	data, err := override.MarshalBinary()
-	if err != nil {
-		return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
+	case override == nil:
+		data = eng.snapshot()
+	default:
+		var err error
+		if data, err = override.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
+		}
 	}
 	ref.SnapshotBytes = int64(len(data))
 	ref.Bytes, ref.CRC = int64(len(data)), crc32.Checksum(data, castagnoli)
@@ -228,6 +233,10 @@ type committedState struct {
 	pairs      []byte
 	n          int
 	changelogs []*Changes
+	// session and sessionChanges replace them in a session stream's
+	// checkpoint (decodeStateFile picks by the file's magic).
+	session        *SessionState
+	sessionChanges []*SessionChanges
 }
 
 // decodeSnapshot checks an encoded snapshot whole and returns it with its
@@ -283,7 +292,7 @@ func (c *checkpoint) loadState(ctx context.Context, id int64, ref *stateRef) (*c
 	if err != nil {
 		return nil, err
 	}
-	cs, err := decodeSnapshot(data)
+	cs, err := decodeStateFile(data)
 	if err != nil {
 		return nil, &corruptError{key: c.describe(snapshotKey(ref.Snapshot)), err: err}
 	}
@@ -292,11 +301,9 @@ func (c *checkpoint) loadState(ctx context.Context, id int64, ref *stateRef) (*c
 		if err != nil {
 			return nil, err
 		}
-		ch := new(Changes)
-		if err := ch.UnmarshalBinary(data); err != nil {
+		if err := cs.decodeChangelog(data); err != nil {
 			return nil, &corruptError{key: c.describe(changelogKey(b)), err: err}
 		}
-		cs.changelogs = append(cs.changelogs, ch)
 	}
 	return cs, nil
 }
@@ -346,6 +353,9 @@ func (cs *committedState) engine(cfg Config) (*Engine, error) {
 
 // State returns the committed state as one snapshot (for inspection).
 func (cs *committedState) State() (*State, error) {
+	if cs.snapshot == nil {
+		return cs.sessionView()
+	}
 	e, err := cs.engine(Config{Window: cs.snapshot.Window})
 	if err != nil {
 		return nil, err

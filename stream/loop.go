@@ -298,11 +298,10 @@ func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, res BatchRe
 }
 
 // commit writes the batch to the lake and records it in the checkpoint. state overrides the engine's state (used by drain).
-func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark.Record, res BatchResult, state *State) error {
+func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark.Record, res BatchResult, state drainState) error {
 	rows := make([]lake.WindowRow, len(res.Emitted))
 	var wm *int64
-	if state != nil && state.HasWatermark {
-		w := state.Watermark
+	if w, ok := markOf(state); ok {
 		wm = &w
 	} else if res.HasWatermark && res.Watermark != tidemark.MaxTime {
 		w := res.Watermark

@@ -28,17 +28,9 @@ func (r *runner) drain(ctx context.Context) error {
 }
 
 func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
-	w, hasW := r.engine.w, r.engine.hasW
-	res := r.engine.Drain()
+	res, after := r.drainEngine()
 	if err := r.afterProcess(); err != nil {
 		return err
-	}
-	after := r.engine.State() // empty but for the sources: Drain closed every window
-	after.Watermark, after.HasWatermark = w, hasW
-	for _, e := range res.Emitted {
-		if !after.HasWatermark || e.Window.End > after.Watermark {
-			after.Watermark, after.HasWatermark = e.Window.End, true
-		}
 	}
 	if err := r.commit(ctx, entry, nil, res, after); err != nil {
 		return err
@@ -48,12 +40,23 @@ func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
 	}
 	// The engine now holds W = +inf; reload the saved state so a caller that
 	// keeps going sees what the checkpoint holds.
-	eng, err := r.engine.afterDrain(r.cfg.Engine, after)
-	if err != nil {
-		return err
+	return r.reload(after)
+}
+
+// drainForCheckpoint is Drain for the --drain batch: the emitted windows
+// and the state to checkpoint, whose watermark is the largest of the one
+// before the drain and the ends of the windows emitted.
+func (e *Engine) drainForCheckpoint() (BatchResult, *State) {
+	w, hasW := e.w, e.hasW
+	res := e.Drain()
+	after := e.State() // empty but for the sources: Drain closed every window
+	after.Watermark, after.HasWatermark = w, hasW
+	for _, e := range res.Emitted {
+		if !after.HasWatermark || e.Window.End > after.Watermark {
+			after.Watermark, after.HasWatermark = e.Window.End, true
+		}
 	}
-	r.engine = eng
-	return nil
+	return res, after
 }
 
 // replay redoes a batch the previous run logged but did not commit, reading

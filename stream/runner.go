@@ -49,6 +49,10 @@ type RunnerConfig struct {
 	// stops holding merged windows back (0: lake.DefaultShardIdle).
 	ShardIdle time.Duration
 
+	// SessionGap, when not 0, runs session windows with this gap instead
+	// of Engine.Window, which must then be zero (session_runner.go).
+	SessionGap time.Duration
+
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
 	FollowSymlinks bool
@@ -72,10 +76,13 @@ type RunnerConfig struct {
 // names in its messages (the engine's own checks follow in New): Run calls
 // it first, so a bad config fails before anything is opened.
 func (c RunnerConfig) Validate() error {
+	if err := c.validateSessions(); err != nil {
+		return err
+	}
 	switch {
 	case len(c.Sources) == 0:
 		return errors.New("--source is required: a directory or s3://bucket/prefix")
-	case c.Engine.Window.Size == 0:
+	case c.Engine.Window.Size == 0 && c.SessionGap == 0:
 		return errors.New("--window is required, e.g. --window 10m")
 	case c.Engine.Lateness < 0:
 		return fmt.Errorf("--lateness must not be negative, got %s", c.Engine.Lateness)
@@ -210,7 +217,7 @@ type runner struct {
 	ck      *checkpoint
 	lock    *lock
 	id      string // stream id: the lake's txn appId
-	engine  *Engine
+	engine  windower
 	sources []ingest.Source
 	nextID  int64 // the next batch id
 	sum     *Summary
@@ -245,6 +252,7 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		Keys:       cfg.Decoder.Keys,
 		ValueField: cfg.Decoder.ValueField,
 		Window:     cfg.Engine.Window,
+		SessionGap: cfg.SessionGap.Microseconds(),
 		Logger:     cfg.Logger,
 		Clock:      cfg.Clock,
 
@@ -269,6 +277,9 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if r.id, err = r.ck.streamID(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.checkSessionShards(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: cfg.Name, Sources: cfg.Sources}); err != nil {
 		return nil, err
 	}
@@ -276,20 +287,15 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var state *State
 	resume := map[string]json.RawMessage{}
 	if rec.commit != nil {
-		state = rec.state.snapshot
-		if state.Window != cfg.Engine.Window.Normalized() {
-			return nil, fmt.Errorf("checkpoint %s was written with different windows (%s); use a new --name or --checkpoint", cfg.Checkpoint, describeSpec(state.Window))
-		}
 		resume = rec.commit.End
 		r.nextID = rec.commit.BatchID + 1
 		if err := r.ck.sweep(ctx, rec.commit.BatchID); err != nil {
 			cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
 		}
 	}
-	if r.engine, err = rec.openEngine(cfg.Engine, cfg.State, r.id); err != nil {
+	if r.engine, err = rec.windower(cfg, r.id); err != nil {
 		return nil, err
 	}
 	if rec.pending != nil {
@@ -322,7 +328,10 @@ func (r *runner) close() error {
 		errs = append(errs, s.Close())
 	}
 	r.sources = nil
-	errs = append(errs, r.engine.Close(), r.lock.release(), r.metrics.stop())
+	if r.engine != nil {
+		errs = append(errs, r.engine.Close())
+	}
+	errs = append(errs, r.lock.release(), r.metrics.stop())
 	r.lock = nil
 	return errors.Join(errs...)
 }

@@ -36,6 +36,7 @@ type StatusInfo struct {
 	Sources      []string `json:"sources"`
 	Window       string   `json:"window"`
 	Slide        string   `json:"slide,omitempty"`
+	SessionGap   string   `json:"session_gap,omitempty"` // session windows: the gap, and Window is ""
 	Lateness     string   `json:"lateness"`
 	LateRule     string   `json:"late_rule"`
 	Policy       string   `json:"watermark_policy"`
@@ -84,6 +85,9 @@ func newStatus(cfg RunnerConfig) *status {
 	}
 	if s := cfg.Engine.Window.Slide; s > 0 && s != cfg.Engine.Window.Size {
 		info.Slide = us(s)
+	}
+	if cfg.SessionGap > 0 {
+		info.Window, info.SessionGap = "", cfg.SessionGap.String()
 	}
 	if cfg.Engine.LateRule == LateEvent {
 		info.LateRule = "event"

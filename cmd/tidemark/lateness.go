@@ -58,7 +58,8 @@ func runLateness(c *cli.Context) error {
 	}
 	cfg.Since = c.Duration("since")
 	cfg.BadAfter = c.Duration("bad-after")
-	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")})
+	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")},
+		time.Duration(lk.Config().SessionGap)*time.Microsecond)
 	rep, err := lateness.Run(c.Context, lk, cfg)
 	if err != nil {
 		return err
@@ -118,13 +119,20 @@ func writePlot(path string, rep *lateness.Report) error {
 
 // engineReplayer makes the what-if's replayers: the stream engine itself,
 // with base's window, policy and idle timeout and the asked budget and rule.
-func engineReplayer(base stream.Config) lateness.NewReplayer {
+func engineReplayer(base stream.Config, sessionGap time.Duration) lateness.NewReplayer {
 	return func(budget int64, rule string) (lateness.Replayer, error) {
 		cfg := base
 		cfg.Lateness = time.Duration(budget) * time.Microsecond
 		var err error
 		if cfg.LateRule, err = stream.ParseLateRule(rule); err != nil {
 			return nil, err
+		}
+		if sessionGap > 0 { // a session lake: replay its sessions
+			e, err := stream.NewSessionEngine(sessionGap, cfg, nil)
+			if err != nil {
+				return nil, err
+			}
+			return engineAdapter{e}, nil
 		}
 		e, err := stream.New(cfg, nil)
 		if err != nil {
@@ -134,7 +142,12 @@ func engineReplayer(base stream.Config) lateness.NewReplayer {
 	}
 }
 
-// engineAdapter is a stream.Engine as a lateness.Replayer.
-type engineAdapter struct{ e *stream.Engine }
+// engineAdapter is a stream.Engine or stream.SessionEngine as a
+// lateness.Replayer.
+type engineAdapter struct {
+	e interface {
+		Process(recs []tidemark.Record, now time.Time) stream.BatchResult
+	}
+}
 
 func (a engineAdapter) Process(recs []tidemark.Record, now time.Time) { a.e.Process(recs, now) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -39,6 +40,10 @@ func recomputeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if g := lk.Config().SessionGap; g > 0 {
+				// A session lake: its exact windows are its sessions.
+				return printSessions(c, lk, time.Duration(g)*time.Microsecond, f)
+			}
 			if c.String("from") == "" || c.String("to") == "" {
 				// Default to the windows that can hold the lake's events.
 				lo, hi, ok, err := batch.WindowStarts(c.Context, lk)
@@ -61,19 +66,28 @@ func recomputeCommand() *cli.Command {
 				return err
 			}
 			if f == nil {
-				took := time.Since(began)
-				fmt.Fprintf(c.App.Writer, `{"windows":%d,"rows_read":%d,"files_read":%d,"seconds":%.3f,"rows_per_second":%.0f}`+"\n",
-					len(rows), st.RowsRead, st.FilesRead, took.Seconds(), float64(st.RowsRead)/took.Seconds())
+				printCount(c.App.Writer, len(rows), st, time.Since(began))
 				return nil
 			}
-			keys := lk.Config().Keys
-			header := append([]string{"window_start", "window_end"}, keys...)
-			f.header(append(header, "count", "sum", "min", "max", "late_rows"))
-			for _, r := range rows {
-				cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
-				f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
-			}
-			return f.flush(c.App.Writer)
+			return printExact(c, f, lk.Config().Keys, rows)
 		},
 	}
+}
+
+// printExact prints exact windows or sessions with their late rows.
+func printExact(c *cli.Context, f *renderer, keys []string, rows []batch.Row) error {
+	header := append([]string{"window_start", "window_end"}, keys...)
+	f.header(append(header, "count", "sum", "min", "max", "late_rows"))
+	for _, r := range rows {
+		cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
+		f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
+	}
+	return f.flush(c.App.Writer)
+}
+
+// printCount is `recompute --format count`: how many windows, and what
+// computing them read.
+func printCount(w io.Writer, windows int, st batch.Stats, took time.Duration) {
+	fmt.Fprintf(w, `{"windows":%d,"rows_read":%d,"files_read":%d,"seconds":%.3f,"rows_per_second":%.0f}`+"\n",
+		windows, st.RowsRead, st.FilesRead, took.Seconds(), float64(st.RowsRead)/took.Seconds())
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strconv"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,19 +18,12 @@ func sessionsCommand() *cli.Command {
 		Name:  "sessions",
 		Usage: "print exact session windows computed from raw_events (reads only; nothing is changed)",
 		Flags: append(lakeFlags(),
-			&cli.DurationFlag{Name: "gap", Usage: "session gap: a key's next event at least this long after its previous one starts a new session (required)", EnvVars: env("gap")},
+			&cli.DurationFlag{Name: "gap", Usage: "session gap: a key's next event at least this long after its previous one starts a new session (default: the gap of a lake written by `stream --session-gap`; required on other lakes)", EnvVars: env("gap")},
 			&cli.StringFlag{Name: "from", Usage: "sessions overlapping event time at or after this (RFC 3339 or date; default: all)", EnvVars: env("from")},
 			&cli.StringFlag{Name: "to", Usage: "sessions overlapping event time before this", EnvVars: env("to")},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, csv or json", EnvVars: env("format")},
 		),
 		Action: func(c *cli.Context) error {
-			if c.Duration("gap") <= 0 {
-				return fmt.Errorf("--gap is required and must be positive, e.g. --gap 30m")
-			}
-			from, to, err := timeRange(c)
-			if err != nil {
-				return err
-			}
 			f, err := newRenderer(c.String("format"))
 			if err != nil {
 				return err
@@ -39,33 +32,49 @@ func sessionsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.String("from") == "" || c.String("to") == "" {
-				lo, hi, ok, err := lk.EventTimeRange(c.Context)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("raw_events is empty: no sessions")
-				}
-				if c.String("from") == "" {
-					from = lo
-				}
-				if c.String("to") == "" {
-					to = hi + 1
-				}
+			gap := c.Duration("gap")
+			if !c.IsSet("gap") {
+				gap = time.Duration(lk.Config().SessionGap) * time.Microsecond
 			}
-			rows, _, err := batch.Sessionize(c.Context, lk, batch.SessionQuery{Gap: c.Duration("gap"), From: from, To: to})
-			if err != nil {
-				return err
+			if gap <= 0 {
+				return fmt.Errorf("--gap is required and must be positive, e.g. --gap 30m")
 			}
-			keys := lk.Config().Keys
-			header := append([]string{"window_start", "window_end"}, keys...)
-			f.header(append(header, "count", "sum", "min", "max", "late_rows"))
-			for _, r := range rows {
-				cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
-				f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
-			}
-			return f.flush(c.App.Writer)
+			return printSessions(c, lk, gap, f)
 		},
 	}
+}
+
+// printSessions prints the exact sessions of lk with gap over --from/--to
+// (default: all of raw_events); a nil f prints only the counts, as
+// `recompute --format count` does.
+func printSessions(c *cli.Context, lk *lake.Lake, gap time.Duration, f *renderer) error {
+	from, to, err := timeRange(c)
+	if err != nil {
+		return err
+	}
+	if c.String("from") == "" || c.String("to") == "" {
+		lo, hi, ok, err := lk.EventTimeRange(c.Context)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("raw_events is empty: no sessions")
+		}
+		if c.String("from") == "" {
+			from = lo
+		}
+		if c.String("to") == "" {
+			to = hi + 1
+		}
+	}
+	began := time.Now()
+	rows, st, err := batch.Sessionize(c.Context, lk, batch.SessionQuery{Gap: gap, From: from, To: to})
+	if err != nil {
+		return err
+	}
+	if f == nil {
+		printCount(c.App.Writer, len(rows), st.Stats, time.Since(began))
+		return nil
+	}
+	return printExact(c, f, lk.Config().Keys, rows)
 }

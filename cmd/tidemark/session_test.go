@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,14 +14,7 @@ import (
 // when asked for a minute at its end.
 func TestSessionsWalkthrough(t *testing.T) {
 	dir := t.TempDir()
-	src := filepath.Join(dir, "events.ndjson")
-	lines := ""
-	for i, mm := range []string{"00", "03", "11", "07"} {
-		lines += `{"event_time":"2026-01-01T10:` + mm + `:00Z","user":"u1","value":` + string(rune('1'+i)) + "}\n"
-	}
-	if err := os.WriteFile(src, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src := walkthroughInput(t, dir)
 	for _, rule := range []string{"event", "window"} {
 		lk := filepath.Join(dir, "lake-"+rule)
 		_, stderr, code := run(t, "stream", "--source", src, "--key", "user", "--value", "value", "--window", "1m",

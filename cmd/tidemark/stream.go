@@ -33,6 +33,7 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "arrival-field", Usage: "field holding the time the event was received (default: when the line is read)", EnvVars: env("arrival-field")},
 			&cli.DurationFlag{Name: "window", Usage: "window length, e.g. 10m (required)", EnvVars: env("window")},
 			&cli.DurationFlag{Name: "slide", Usage: "distance between window starts for sliding windows (default: the window, tumbling)", EnvVars: env("slide")},
+			&cli.DurationFlag{Name: "session-gap", Usage: "session windows instead: per key, a session ends when no event comes within this gap of the last (replaces --window; excludes --slide)", EnvVars: env("session-gap")},
 			&cli.DurationFlag{Name: "lateness", Usage: "lateness budget: watermark = max event time seen - lateness", EnvVars: env("lateness")},
 			&cli.StringSliceFlag{Name: "source-lateness", Usage: "a budget of its own for one source: SOURCE=DURATION, SOURCE as given to --source (e.g. logs/mobile=30m); repeatable", EnvVars: env("source-lateness")},
 			&cli.StringFlag{Name: "min-event-time", Usage: "time sanity floor: quarantine events before this time as too_old (RFC 3339 or a date, UTC), e.g. 2020-01-01", EnvVars: env("min-event-time")},
@@ -71,7 +72,12 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	var cfg stream.RunnerConfig
 	cfg.Sources = c.StringSlice("source")
 	var spec tidemark.WindowSpec
-	if c.Duration("window") != 0 { // 0: unset, which Run refuses as missing
+	if c.IsSet("session-gap") {
+		if c.IsSet("window") || c.IsSet("slide") {
+			return cfg, fmt.Errorf("--session-gap replaces --window and --slide: a session's length is set by its events and the gap; leave them out")
+		}
+		cfg.SessionGap = c.Duration("session-gap")
+	} else if c.Duration("window") != 0 { // 0: unset, which Run refuses as missing
 		var err error
 		if spec, err = tidemark.NewWindowSpec(c.Duration("window"), c.Duration("slide")); err != nil {
 			return cfg, fmt.Errorf("--window/--slide: %w", err)
