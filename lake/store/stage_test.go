@@ -61,18 +61,7 @@ func TestDirStage(t *testing.T) {
 		t.Errorf("a file not staged here was touched: %v", err)
 	}
 
-	var files []string
-	err = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := strings.Join(files, " "); s != "t/p=1/a.zstd.parquet" {
+	if s := strings.Join(filesUnder(t, root), " "); s != "t/p=1/a.zstd.parquet" {
 		t.Errorf("files on disk: got [%s], want [t/p=1/a.zstd.parquet]", s)
 	}
 }
