@@ -230,7 +230,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		w, err := newFileWriter(t)
+		w, err := newFileWriterIn(t, l.st)
 		if err != nil {
 			return out, err
 		}
@@ -274,7 +274,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 // (one file: a batch has one ingest time).
 func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
 	t := l.tables[TableQuarantine].def
-	w, err := newFileWriter(t)
+	w, err := newFileWriterIn(t, l.st)
 	if err != nil {
 		return nil, err
 	}

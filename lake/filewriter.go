@@ -121,10 +121,14 @@ type rgWriter struct {
 // A column chunk's bytes depend only on its values, in order, and row
 // groups are committed in order, so the file is the same whatever the
 // scheduling. It keeps the Delta stats as it goes. The file is written to
-// a temp file outside the lake and stored with store.Put by finish.
+// a temp file and stored by finish: staged in the store and published
+// there (a rename: written once) when the store is a store.Stager and the
+// writer was made by newFileWriterIn, otherwise outside the lake and
+// stored with store.Put.
 type fileWriter struct {
 	t      *table
 	tmp    *os.File
+	stager store.Stager // tmp was staged here; nil: tmp is an OS temp file
 	buf    *bufio.Writer
 	pw     *parquet.Writer
 	leaf   []int
@@ -148,13 +152,27 @@ type fileWriter struct {
 // them all, so a worker never blocks returning one.
 const maxColBufs = 1 + chunksInFlight*rowGroupsInFlight
 
-func newFileWriter(t *table) (*fileWriter, error) {
-	tmp, err := os.CreateTemp("", "tidemark-*.part.tmp")
+// newFileWriter starts a data file of t in an OS temp file, which finish
+// copies into the store.
+func newFileWriter(t *table) (*fileWriter, error) { return newFileWriterIn(t, nil) }
+
+// newFileWriterIn starts a data file of t that finish will store in st:
+// written where it is published when st is a store.Stager (the directory
+// store), so its bytes are written once; as newFileWriter otherwise.
+func newFileWriterIn(t *table, st store.Store) (*fileWriter, error) {
+	stager, _ := st.(store.Stager)
+	var tmp *os.File
+	var err error
+	if stager != nil {
+		tmp, err = stager.Stage()
+	} else {
+		tmp, err = os.CreateTemp("", "tidemark-*.part.tmp")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create temp data file: %w", err)
 	}
 	sch := t.parquetSchema()
-	w := &fileWriter{t: t, tmp: tmp, buf: bufio.NewWriterSize(tmp, 1<<20)}
+	w := &fileWriter{t: t, tmp: tmp, stager: stager, buf: bufio.NewWriterSize(tmp, 1<<20)}
 	w.pw = parquet.NewWriter(w.buf, writerOptions(t, sch)...)
 	n := len(t.cols)
 	w.leaf = make([]int, n)
@@ -599,29 +617,42 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 	if err != nil {
 		return dataFile{}, fmt.Errorf("size temp file: %w", err)
 	}
-	if _, err := w.tmp.Seek(0, io.SeekStart); err != nil {
-		return dataFile{}, fmt.Errorf("rewind temp file: %w", err)
-	}
 	name := "part-" + uuid.NewString() + "." + string(w.t.payload) + ".parquet"
 	rel := name
 	if dir != "" {
 		rel = dir + "/" + name
 	}
-	if err := st.Put(ctx, w.t.name+"/"+rel, w.tmp, size); err != nil {
-		return dataFile{}, fmt.Errorf("store data file: %w", err)
+	key := w.t.name + "/" + rel
+	if w.stager != nil {
+		if any(w.stager) != any(st) {
+			return dataFile{}, fmt.Errorf("lake: %s file staged in another store than %s", w.t.name, st)
+		}
+		// Publish closes the file and publishes or removes it.
+		f := w.tmp
+		w.tmp = nil
+		if err := w.stager.Publish(ctx, key, f); err != nil {
+			return dataFile{}, fmt.Errorf("store data file: %w", err)
+		}
+	} else {
+		if _, err := w.tmp.Seek(0, io.SeekStart); err != nil {
+			return dataFile{}, fmt.Errorf("rewind temp file: %w", err)
+		}
+		if err := st.Put(ctx, key, w.tmp, size); err != nil {
+			return dataFile{}, fmt.Errorf("store data file: %w", err)
+		}
 	}
 	return dataFile{Path: rel, Size: size, Rows: w.rows, Stats: w.statsJSON()}, nil
 }
 
-// abort stops the workers and drops the temp file; safe to call more
-// than once.
+// abort stops the workers and drops the temp file (staged or not); safe
+// to call more than once.
 func (w *fileWriter) abort() {
 	w.stop()
 	if w.tmp == nil {
 		return
 	}
 	// Errors are moot here: the file is being thrown away, and a stray
-	// temp file outside the lake is harmless.
+	// temp file is harmless (never in a table directory, never *.parquet).
 	_ = w.tmp.Close()
 	_ = os.Remove(w.tmp.Name())
 	w.tmp = nil

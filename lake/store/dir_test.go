@@ -58,20 +58,28 @@ func TestDirNoTempLeft(t *testing.T) {
 		if err := d.Put(ctx, "t/short", strings.NewReader("x"), 5); err == nil {
 			t.Fatal("short put: got nil, want an error")
 		}
-		var got []string
-		err = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				rel, _ := filepath.Rel(root, p)
-				got = append(got, filepath.ToSlash(rel))
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := filesUnder(t, root)
 		want := "[t/_delta_log/0.json t/a.zstd.parquet]"
 		if s := strings.Join(got, " "); "["+s+"]" != want {
 			t.Errorf("linkOnly=%v: files on disk: got [%s], want %s", linkOnly, s, want)
 		}
 	}
+}
+
+// filesUnder lists the files under root, slash-separated relative paths in
+// walk order.
+func filesUnder(t *testing.T, root string) []string {
+	t.Helper()
+	var got []string
+	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			got = append(got, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
