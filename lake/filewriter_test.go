@@ -160,10 +160,8 @@ func TestFileRowGroupsBounded(t *testing.T) {
 }
 
 // TestFileFooter checks what Spark needs: TIMESTAMP(MICROS, UTC), PLAIN or
-// dictionary values for strings, doubles and booleans (no
-// DELTA_LENGTH_BYTE_ARRAY), DELTA_BINARY_PACKED for the int64 columns
-// (timestamps and longs), data pages v1, zstd, and a created_by parquet-mr
-// parses (tidemark.CreatedBy, tested there).
+// dictionary values only (no DELTA_LENGTH_BYTE_ARRAY), data pages v1, zstd,
+// and a created_by parquet-mr parses (tidemark.CreatedBy, tested there).
 func TestFileFooter(t *testing.T) {
 	st, err := store.OpenDir(t.TempDir())
 	if err != nil {
@@ -195,17 +193,10 @@ func TestFileFooter(t *testing.T) {
 		lc, _ := sch.Lookup(name)
 		for _, rg := range md.RowGroups {
 			cm := rg.Columns[lc.ColumnIndex].MetaData
-			delta := false
 			for _, e := range cm.Encoding {
-				switch {
-				case e == format.DeltaBinaryPacked && (c.kind == kindTimestamp || c.kind == kindLong):
-					delta = true
-				case !allowed[e]:
+				if !allowed[e] {
 					t.Errorf("column %s: got encoding %v, want PLAIN or dictionary", name, e)
 				}
-			}
-			if (c.kind == kindTimestamp || c.kind == kindLong) && !delta {
-				t.Errorf("column %s: got encodings %v, want DELTA_BINARY_PACKED", name, cm.Encoding)
 			}
 			if cm.Codec != format.Zstd {
 				t.Errorf("column %s: got codec %v, want ZSTD", name, cm.Codec)

@@ -53,16 +53,12 @@ type column struct {
 // node is the Parquet schema node for the column. Every encoding is set
 // explicitly because parquet-go's defaults are not what Spark writes
 // (SPEC §4.2): strings would be DELTA_LENGTH_BYTE_ARRAY and a bare timestamp
-// milliseconds. Timestamps and longs are DELTA_BINARY_PACKED (Spark ≥ 3.3,
-// parquet-java, DuckDB and delta-rs read it): their PLAIN pages were 8 bytes
-// a value (48 MB per million raw_events rows) that zstd then had to
-// squeeze, while the deltas of ordered times, offsets and batch ids pack
-// into a few bits, to the same size zstd got, for less than half the CPU.
+// milliseconds.
 func (c column) node() parquet.Node {
 	var n parquet.Node
 	switch c.kind {
 	case kindTimestamp:
-		n = parquet.Encoded(parquet.Timestamp(parquet.Microsecond), &parquet.DeltaBinaryPacked)
+		n = parquet.Encoded(parquet.Timestamp(parquet.Microsecond), &parquet.Plain)
 	case kindString:
 		if c.plain {
 			n = parquet.Encoded(parquet.String(), &parquet.Plain)
@@ -70,7 +66,7 @@ func (c column) node() parquet.Node {
 			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
 		}
 	case kindLong:
-		n = parquet.Encoded(parquet.Leaf(parquet.Int64Type), &parquet.DeltaBinaryPacked)
+		n = parquet.Encoded(parquet.Leaf(parquet.Int64Type), &parquet.Plain)
 	case kindDouble:
 		n = parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.Plain)
 	case kindBool:

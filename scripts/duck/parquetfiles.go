@@ -24,16 +24,8 @@ var (
 
 // valueEncodings are the encodings Spark, delta-rs and every Parquet reader
 // handle: PLAIN and dictionary for values, RLE/BIT_PACKED for levels. No
-// DELTA_LENGTH_BYTE_ARRAY: parquet-go's default for strings, which some
-// readers lack.
+// DELTA_*: parquet-go's default for strings, which some readers lack.
 var valueEncodings = map[string]bool{"PLAIN": true, "PLAIN_DICTIONARY": true, "RLE_DICTIONARY": true, "RLE": true, "BIT_PACKED": true}
-
-// int64DataEncoding is the one more encoding a data file's INT64 columns
-// (timestamps and longs) may have: DELTA_BINARY_PACKED, which Spark 3.x,
-// parquet-java, DuckDB and delta-rs read (Spark's vectorized reader since
-// 3.3, its row reader through parquet-java before). Checkpoints stay PLAIN
-// or dictionary, as Spark writes them.
-const int64DataEncoding = "DELTA_BINARY_PACKED"
 
 // parquetFilesReport is what checkParquetFiles verified.
 type parquetFilesReport struct {
@@ -81,9 +73,8 @@ func tableParquetFiles(dir string) ([]parquetFile, error) {
 // parquet_file_metadata and parquet_metadata: created_by parses as
 // parquet-mr parses it, naming tidemark and wantVersion with a build;
 // every column chunk has the codec of its kind of file and only PLAIN or
-// dictionary encodings (DELTA_BINARY_PACKED too for a data file's INT64);
-// its first data page is a v1 DATA_PAGE (read from the page header, which
-// DuckDB does not show).
+// dictionary encodings; its first data page is a v1 DATA_PAGE (read from
+// the page header, which DuckDB does not show).
 func checkParquetFiles(ctx context.Context, db *sql.DB, rep *interopReport, name, dir, wantVersion string) parquetFilesReport {
 	var pr parquetFilesReport
 	files, err := tableParquetFiles(dir)
@@ -136,7 +127,7 @@ func checkParquetFiles(ctx context.Context, db *sql.DB, rep *interopReport, name
 		}
 	}
 
-	rows, err = db.QueryContext(ctx, "SELECT file_name, path_in_schema, type, compression, encodings, data_page_offset FROM parquet_metadata("+sqlList(paths)+")")
+	rows, err = db.QueryContext(ctx, "SELECT file_name, path_in_schema, compression, encodings, data_page_offset FROM parquet_metadata("+sqlList(paths)+")")
 	if err != nil {
 		rep.fail(name, "parquet_metadata: %v", err)
 		return pr
@@ -149,9 +140,9 @@ func checkParquetFiles(ctx context.Context, db *sql.DB, rep *interopReport, name
 		}
 	}()
 	for rows.Next() {
-		var f, col, typ, comp, encs string
+		var f, col, comp, encs string
 		var offset int64
-		if err := rows.Scan(&f, &col, &typ, &comp, &encs, &offset); err != nil {
+		if err := rows.Scan(&f, &col, &comp, &encs, &offset); err != nil {
 			rep.fail(name, "parquet_metadata: %v", err)
 			return pr
 		}
@@ -165,12 +156,8 @@ func checkParquetFiles(ctx context.Context, db *sql.DB, rep *interopReport, name
 			rep.fail(name, "%s: column %s is %s, want %s", rel, col, comp, want)
 		}
 		for _, e := range strings.Split(encs, ",") {
-			e = strings.TrimSpace(e)
-			if e == int64DataEncoding && typ == "INT64" && codec[f] != "SNAPPY" {
-				continue
-			}
-			if !valueEncodings[e] {
-				rep.fail(name, "%s: column %s has encoding %s, want PLAIN or dictionary (or DELTA_BINARY_PACKED for a data file's INT64 column, not %s)", rel, col, e, typ)
+			if e = strings.TrimSpace(e); !valueEncodings[e] {
+				rep.fail(name, "%s: column %s has encoding %s, want PLAIN or dictionary", rel, col, e)
 			}
 		}
 		fh := open[f]
