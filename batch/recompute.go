@@ -77,6 +77,17 @@ func WindowStarts(ctx context.Context, lk *lake.Lake) (from, to int64, ok bool, 
 	return tidemark.SubSat(lo, lk.Config().Window.Size), hi, true, nil
 }
 
+// EventSpan returns raw_events' event times as a half-open range [first,
+// last+1): what sessions overlap by default. ok is false when raw_events is
+// empty.
+func EventSpan(ctx context.Context, lk *lake.Lake) (from, to int64, ok bool, err error) {
+	lo, hi, ok, err := lk.EventTimeRange(ctx)
+	if err != nil || !ok {
+		return 0, 0, false, err
+	}
+	return lo, tidemark.AddSat(hi, 1), true, nil
+}
+
 // Recompute returns the exact aggregates of the query's windows, sorted by
 // window start and key (keys in byte order of their encoding). A window
 // without rows has no Row. Memory holds one aggregate per (window, key) of

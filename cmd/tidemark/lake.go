@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -62,6 +63,30 @@ func parseTime(flag, s string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("--%s %q: want RFC 3339 (2026-03-01T10:00:00Z) or a date (2026-03-01)", flag, s)
+}
+
+// fillRange replaces the bound of [from, to) that --from or --to left out
+// with span's, the range of the lake's rows a command covers by default
+// (batch.WindowStarts, batch.EventSpan); an empty raw_events is an error
+// saying what there is then: "raw_events is empty: <empty>".
+func fillRange(c *cli.Context, lk *lake.Lake, from, to int64, span func(context.Context, *lake.Lake) (int64, int64, bool, error), empty string) (int64, int64, error) {
+	if c.String("from") != "" && c.String("to") != "" {
+		return from, to, nil
+	}
+	lo, hi, ok, err := span(c.Context, lk)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		return 0, 0, fmt.Errorf("raw_events is empty: %s", empty)
+	}
+	if c.String("from") == "" {
+		from = lo
+	}
+	if c.String("to") == "" {
+		to = hi
+	}
+	return from, to, nil
 }
 
 // timeRange reads --from/--to; unset bounds are -infinity and +infinity.

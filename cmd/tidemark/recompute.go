@@ -44,21 +44,9 @@ func recomputeCommand() *cli.Command {
 				// A session lake: its exact windows are its sessions.
 				return printSessions(c, lk, time.Duration(g)*time.Microsecond, f)
 			}
-			if c.String("from") == "" || c.String("to") == "" {
-				// Default to the windows that can hold the lake's events.
-				lo, hi, ok, err := batch.WindowStarts(c.Context, lk)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("raw_events is empty: nothing to recompute")
-				}
-				if c.String("from") == "" {
-					from = lo
-				}
-				if c.String("to") == "" {
-					to = hi
-				}
+			// Default to the windows that can hold the lake's events.
+			if from, to, err = fillRange(c, lk, from, to, batch.WindowStarts, "nothing to recompute"); err != nil {
+				return err
 			}
 			began := time.Now()
 			rows, st, err := batch.Recompute(c.Context, lk, batch.Query{From: from, To: to})

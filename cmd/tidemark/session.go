@@ -52,20 +52,8 @@ func printSessions(c *cli.Context, lk *lake.Lake, gap time.Duration, f *renderer
 	if err != nil {
 		return err
 	}
-	if c.String("from") == "" || c.String("to") == "" {
-		lo, hi, ok, err := lk.EventTimeRange(c.Context)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("raw_events is empty: no sessions")
-		}
-		if c.String("from") == "" {
-			from = lo
-		}
-		if c.String("to") == "" {
-			to = hi + 1
-		}
+	if from, to, err = fillRange(c, lk, from, to, batch.EventSpan, "no sessions"); err != nil {
+		return err
 	}
 	began := time.Now()
 	rows, st, err := batch.Sessionize(c.Context, lk, batch.SessionQuery{Gap: gap, From: from, To: to})
