@@ -80,7 +80,8 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 		ingest = l.clock().UnixMicro()
 	}
 	txn := &delta.Txn{AppID: b.AppID, Version: b.BatchID}
-	var valid, bad []int
+	valid := make([]int, 0, len(b.Records))
+	var bad []int
 	for i := range b.Records {
 		if b.Records[i].Valid() {
 			valid = append(valid, i)
@@ -230,7 +231,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		w, err := newFileWriterIn(t, l.st)
+		w, err := newFileWriterIn(t, l.st, len(groups[h]))
 		if err != nil {
 			return out, err
 		}
@@ -274,7 +275,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 // (one file: a batch has one ingest time).
 func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
 	t := l.tables[TableQuarantine].def
-	w, err := newFileWriterIn(t, l.st)
+	w, err := newFileWriterIn(t, l.st, len(idx))
 	if err != nil {
 		return nil, err
 	}

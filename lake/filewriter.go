@@ -26,11 +26,20 @@ const (
 )
 
 // writerOptions are the settings SPEC §4.2 requires, each set explicitly.
+//
+// Page bounds are computed once per page, for the column index and the
+// column chunk statistics (what readers prune row groups and pages with);
+// the deprecated copy of them in every data page header is not written
+// (parquet-go computed the bounds a second time for it: ~0.07 CPU-s per
+// million raw events). The payload column (binary: Spark keeps no bounds
+// for it, nobody filters on a raw line) gets no bounds at all, which saved
+// comparing every line against the page's min and max.
 func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
-	return []parquet.WriterOption{
+	opts := []parquet.WriterOption{
 		s,
 		parquet.Compression(t.codec),
 		parquet.DataPageVersion(1),
+		parquet.DataPageStatistics(false),
 		parquet.DictionaryMaxBytes(dictMaxBytes),
 		parquet.PageBufferSize(1 << 20),
 		parquet.WriteBufferSize(1 << 20),
@@ -38,6 +47,12 @@ func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
 		// version is the release's, so the whole string is set here.
 		&parquet.WriterConfig{CreatedBy: tidemark.CreatedBy()},
 	}
+	for _, c := range t.cols {
+		if c.payload {
+			opts = append(opts, parquet.SkipPageBounds(c.name))
+		}
+	}
+	return opts
 }
 
 // colBuf buffers one column's values of a chunk, typed, until they are
@@ -52,24 +67,25 @@ type colBuf struct {
 	n      int // values set in this chunk
 }
 
-// newColBuf returns an empty chunk buffer for column i of t. (Reusing them
-// across files through a pool cut allocation but kept ~15 MB more live
-// between batches: BenchmarkLongRunMemory got worse, so they are not.)
-func newColBuf(t *table, i int) *colBuf {
+// newColBuf returns an empty chunk buffer for column i of t with room for
+// rows values (a chunk's worth at most). (Reusing them across files
+// through a pool cut allocation but kept ~15 MB more live between batches:
+// BenchmarkLongRunMemory got worse, so they are not.)
+func newColBuf(t *table, i, rows int) *colBuf {
 	c := t.cols[i]
 	b := &colBuf{}
 	switch c.kind {
 	case kindTimestamp, kindLong:
-		b.ints = make([]int64, 0, chunkRows)
+		b.ints = make([]int64, 0, rows)
 	case kindDouble:
-		b.floats = make([]float64, 0, chunkRows)
+		b.floats = make([]float64, 0, rows)
 	case kindBool:
-		b.bools = make([]bool, 0, chunkRows)
+		b.bools = make([]bool, 0, rows)
 	default:
-		b.bytes = make([][]byte, 0, chunkRows)
+		b.bytes = make([][]byte, 0, rows)
 	}
 	if c.optional {
-		b.null = make([]bool, 0, chunkRows)
+		b.null = make([]bool, 0, rows)
 	}
 	return b
 }
@@ -154,12 +170,15 @@ const maxColBufs = 1 + chunksInFlight*rowGroupsInFlight
 
 // newFileWriter starts a data file of t in an OS temp file, which finish
 // copies into the store.
-func newFileWriter(t *table) (*fileWriter, error) { return newFileWriterIn(t, nil) }
+func newFileWriter(t *table) (*fileWriter, error) { return newFileWriterIn(t, nil, chunkRows) }
 
 // newFileWriterIn starts a data file of t that finish will store in st:
 // written where it is published when st is a store.Stager (the directory
-// store), so its bytes are written once; as newFileWriter otherwise.
-func newFileWriterIn(t *table, st store.Store) (*fileWriter, error) {
+// store), so its bytes are written once; as newFileWriter otherwise. rows
+// is how many rows the caller expects to write: the first chunk buffers
+// are sized for that many (a batch's file of one event hour is often far
+// smaller than a chunk), and grow if more come.
+func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 	stager, _ := st.(store.Stager)
 	var tmp *os.File
 	var err error
@@ -190,7 +209,7 @@ func newFileWriterIn(t *table, st store.Store) (*fileWriter, error) {
 		w.leaf[i] = lc.ColumnIndex
 		w.def[i] = lc.MaxDefinitionLevel
 		w.stats[i].kind = c.kind
-		w.cols[i] = newColBuf(t, i)
+		w.cols[i] = newColBuf(t, i, min(max(rows, 1), chunkRows))
 		w.free[i] = make(chan *colBuf, maxColBufs)
 		w.nbuf[i] = 1
 	}
@@ -381,7 +400,7 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			case w.cols[i] = <-w.free[i]:
 			default:
 				if w.nbuf[i] < maxColBufs {
-					w.cols[i] = newColBuf(w.t, i)
+					w.cols[i] = newColBuf(w.t, i, chunkRows)
 					w.nbuf[i]++
 				} else {
 					w.cols[i] = <-w.free[i]
