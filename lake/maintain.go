@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tidemark/lake/delta"
+	"tidemark/lake/store"
 )
 
 // TableInfo summarises one table at its latest version.
@@ -272,7 +273,10 @@ var ErrRetentionTooShort = errors.New("lake: vacuum retention too short")
 // ago. A file no version references at all (an orphan of a crashed writer,
 // or the file of a writer that has not committed yet) is deleted only once
 // it is older than both Retain and the writer grace, whatever Force says.
-// It never touches _delta_log or hidden (_ or .) paths.
+// It never touches _delta_log or hidden (_ or .) paths of a table. In a
+// directory lake it also removes the temp files crashed writers left in
+// .tidemark-tmp/ (store.TempSweeper), by the same age rule as orphans and
+// never one a live writer holds.
 func (l *Lake) Vacuum(ctx context.Context, o VacuumOptions) (Report, error) {
 	rep := Report{Version: -1, DryRun: o.DryRun}
 	if o.Retain < 0 {
@@ -324,6 +328,20 @@ func (l *Lake) Vacuum(ctx context.Context, o VacuumOptions) (Report, error) {
 			rep.Deleted = append(rep.Deleted, ob.Key)
 			rep.FilesRemoved++
 			rep.BytesRemoved += ob.Size
+		}
+	}
+	// A writer that crashed after staging a data file (or inside Put)
+	// left its temp file in the store's temp area: no table lists it.
+	// Those older than the orphan cutoff that no live writer holds go.
+	if sw, ok := l.st.(store.TempSweeper); ok {
+		swept, err := sw.SweepTemps(ctx, orphanCutoff, o.DryRun)
+		for _, ob := range swept {
+			rep.Deleted = append(rep.Deleted, ob.Key)
+			rep.FilesRemoved++
+			rep.BytesRemoved += ob.Size
+		}
+		if err != nil {
+			return rep, fmt.Errorf("vacuum: %w", err)
 		}
 	}
 	return rep, nil

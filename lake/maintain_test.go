@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -359,4 +362,68 @@ func TestMergeRedoneWhenReadFileVacuumed(t *testing.T) {
 		t.Errorf("got %d window rows, want 4: %v", len(got), got)
 	}
 	assertNoHoles(t, l)
+}
+
+// TestVacuumSweepsStaleTemps checks that vacuum removes what a crashed
+// writer left in a directory lake's .tidemark-tmp (older than the
+// retention, held by no writer), lists it on a dry run without deleting it,
+// and keeps a young temp file and a live writer's old one.
+func TestVacuumSweepsStaleTemps(t *testing.T) {
+	l, dir, clock := openTestLake(t)
+	ctx := context.Background()
+	if err := l.AppendBatch(ctx, Batch{AppID: "s", BatchID: 1, Records: testRecords(40)}); err != nil {
+		t.Fatal(err)
+	}
+	clock.now = time.Now()
+	tmp := filepath.Join(dir, ".tidemark-tmp")
+	stale := filepath.Join(tmp, "put-0123456789abcdef01234567.tmp")
+	young := filepath.Join(tmp, "put-76543210fedcba9876543210.tmp")
+	for _, p := range []string{stale, young} {
+		if err := os.WriteFile(p, []byte("PAR1 half a file"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := clock.now.Add(-200 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	live, err := l.st.(store.Stager).Stage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := os.Chtimes(live.Name(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	liveHeld := runtime.GOOS != "windows" // no flock there: age alone decides
+	want := []string{".tidemark-tmp/" + filepath.Base(stale)}
+	if !liveHeld {
+		want = append(want, ".tidemark-tmp/"+filepath.Base(live.Name()))
+		slices.Sort(want)
+	}
+	rep, err := l.Vacuum(ctx, VacuumOptions{Retain: SafeRetention, DryRun: true})
+	if err != nil || !slices.Equal(rep.Deleted, want) {
+		t.Fatalf("dry run: got %v, %v, want %v", rep.Deleted, err, want)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("dry run deleted the stale temp file: %v", err)
+	}
+	rep, err = l.Vacuum(ctx, VacuumOptions{Retain: SafeRetention})
+	if err != nil || !slices.Equal(rep.Deleted, want) {
+		t.Fatalf("vacuum: got %v, %v, want %v", rep.Deleted, err, want)
+	}
+	if liveHeld && rep.BytesRemoved != int64(len("PAR1 half a file")) {
+		t.Errorf("vacuum removed %d bytes, want %d", rep.BytesRemoved, len("PAR1 half a file"))
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale temp file still there: %v", err)
+	}
+	for _, p := range []string{young, live.Name()} {
+		if _, err := os.Stat(p); err != nil && (p == young || liveHeld) {
+			t.Errorf("%s deleted: %v", p, err)
+		}
+	}
+	if got, want := len(scanAll(t, l, RawQuery{})), len(wantValid(testRecords(40))); got != want {
+		t.Errorf("got %d rows after vacuum, want %d", got, want)
+	}
 }

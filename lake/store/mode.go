@@ -21,16 +21,25 @@ const (
 )
 
 // createTemp is os.CreateTemp with fileMode instead of 0600: O_EXCL on a
-// random name, so it never opens a file someone else made.
+// random name, so it never opens a file someone else made. The file is
+// held (holdTemp) until it is closed, so SweepTemps leaves it alone.
 func createTemp(dir, prefix, suffix string) (*os.File, error) {
 	var b [12]byte
 	for range 100 {
 		rand.Read(b[:])
 		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:])+suffix)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
-		if !errors.Is(err, fs.ErrExist) {
-			return f, err
+		if errors.Is(err, fs.ErrExist) {
+			continue
 		}
+		if err == nil {
+			if herr := holdTemp(f); herr != nil {
+				f.Close()
+				os.Remove(name)
+				return nil, &fs.PathError{Op: "createtemp", Path: name, Err: herr}
+			}
+		}
+		return f, err
 	}
 	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, prefix+"*"+suffix), Err: fs.ErrExist}
 }
