@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // kind is the type of one table column, as Delta (Spark) names it.
@@ -90,14 +89,14 @@ type table struct {
 	// codec is shared by the table's writers so its encoder pool is reused.
 	// SpeedFastest: appends are on the stream's critical path, and the
 	// default level costs ~25% more time for ~5% smaller files.
-	codec *zstd.Codec
+	codec *zstdCodec
 	// payload is the codec of the payload column (column.payload), which
 	// holds most of a raw table's bytes; zstd unless the lake says otherwise.
 	payload PayloadCodec
 }
 
 func newTable(name string, partCols []string, cols ...column) *table {
-	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: &zstd.Codec{Level: zstd.SpeedFastest}, payload: PayloadZstd}
+	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: zstdFastest, payload: PayloadZstd}
 	for i, c := range cols {
 		t.index[c.name] = i
 	}
