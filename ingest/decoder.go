@@ -101,12 +101,59 @@ func (f *fields) checkTime(r *tidemark.Record) {
 
 // parseValue parses a numeric value given as a number or numeric string.
 func parseValue(b []byte) (float64, bool) {
+	if v, ok := parseShortDecimal(b); ok {
+		return v, true
+	}
 	if !validNumber(b) {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64)
 	if err != nil || math.IsInf(v, 0) {
 		return 0, false
+	}
+	return v, true
+}
+
+// pow10 holds the powers of ten a float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// parseShortDecimal is strconv.ParseFloat's exact case done directly, for
+// the values most lines carry: a JSON number with at most 15 digits, an
+// optional fraction and no exponent ("8.43", "-12", "0.5"). Its mantissa
+// and the power of ten are then exact float64s, and one IEEE division
+// rounds correctly, so the result is ParseFloat's (FuzzParseValue checks).
+// Anything else reports false and takes the general path.
+func parseShortDecimal(b []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	if i >= len(b) || b[i] == '0' && i+1 < len(b) && isDigit(b[i+1]) {
+		return 0, false // empty, or a leading zero JSON forbids
+	}
+	var m uint64
+	digits, frac := 0, -1
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case '0' <= c && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+		case c == '.' && frac < 0 && digits > 0:
+			frac = digits
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 || frac == digits {
+		return 0, false
+	}
+	v := float64(m)
+	if frac >= 0 {
+		v /= pow10[digits-frac]
+	}
+	if neg {
+		v = -v
 	}
 	return v, true
 }

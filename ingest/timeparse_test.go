@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"math"
 	"math/big"
+	"strconv"
 	"regexp"
 	"testing"
 	"time"
@@ -160,6 +162,32 @@ func FuzzParseEpoch(f *testing.F) {
 		}
 		if want := q.Int64(); got != want {
 			t.Fatalf("parseEpoch(%q, %s) = %d, want %d", s, unit, got, want)
+		}
+	})
+}
+
+// FuzzParseValue holds parseShortDecimal to the general path: whenever it
+// answers, the line is a valid JSON number and the value is exactly (bit
+// for bit, the sign of zero included) strconv.ParseFloat's.
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"8.43", "-12", "0", "-0", "0.5", "62.7", "123456789012345", "1234567890123456", "0.000000000000001",
+		"1.", ".5", "00", "-", "", "1e3", "1.5e-3", "+1", "0x10", "9007199254740993", "-0.0", "3.14159265358979"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, ok := parseShortDecimal(b)
+		if !ok {
+			return
+		}
+		if !validNumber(b) {
+			t.Fatalf("%q: fast path took an invalid JSON number", b)
+		}
+		want, err := strconv.ParseFloat(string(b), 64)
+		if err != nil || math.Float64bits(v) != math.Float64bits(want) {
+			t.Fatalf("%q: got %v (%x), ParseFloat %v (%x), %v", b, v, math.Float64bits(v), want, math.Float64bits(want), err)
+		}
+		if got, ok := parseValue(b); !ok || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%q: parseValue got %v, %v", b, got, ok)
 		}
 	})
 }
