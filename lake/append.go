@@ -208,16 +208,7 @@ func forEachKeyPart(k tidemark.Key, n int, fn func(i int, v string, null bool)) 
 // writeRaw writes the valid records, one file per event hour.
 func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
 	t := l.tables[TableRawEvents].def
-	groups := map[int64][]int{}
-	var hours []int64
-	for _, i := range idx {
-		h := tidemark.FloorDiv(recs[i].EventTime, tidemark.MicrosPerHour)
-		if _, ok := groups[h]; !ok {
-			hours = append(hours, h)
-		}
-		groups[h] = append(groups[h], i)
-	}
-	slices.Sort(hours)
+	hours, groups := byHour(recs, idx)
 	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
 	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
 	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
@@ -269,6 +260,30 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		out = append(out, addFile{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
 	}
 	return out, nil
+}
+
+// byHour splits idx by event hour, hours in order. A batch's rows are
+// often all of one hour: then idx itself is the group, not a copy.
+func byHour(recs []tidemark.Record, idx []int) ([]int64, map[int64][]int) {
+	hourOf := func(i int) int64 { return tidemark.FloorDiv(recs[i].EventTime, tidemark.MicrosPerHour) }
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	h0 := hourOf(idx[0])
+	if !slices.ContainsFunc(idx, func(i int) bool { return hourOf(i) != h0 }) {
+		return []int64{h0}, map[int64][]int{h0: idx}
+	}
+	groups := map[int64][]int{}
+	var hours []int64
+	for _, i := range idx {
+		h := hourOf(i)
+		if _, ok := groups[h]; !ok {
+			hours = append(hours, h)
+		}
+		groups[h] = append(groups[h], i)
+	}
+	slices.Sort(hours)
+	return hours, groups
 }
 
 // writeQuarantine writes the quarantined records, one file per ingest date
