@@ -3,8 +3,8 @@ package ingest
 import (
 	"math"
 	"math/big"
-	"strconv"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 )
