@@ -137,6 +137,11 @@ func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan [
 		case <-ctx.Done():
 			return nil
 		}
+		// A slice handed back still holds its old batch's records, whose
+		// payloads keep that batch's read buffers alive until each record
+		// is overwritten: up to a third batch of input live while this one
+		// is read. They go now.
+		clear(buf[:cap(buf)])
 		readTime := time.UnixMicro(r.cfg.Clock().UnixMicro())
 		r.readTime.Store(readTime.UnixMicro())
 		start, err := marshalPositions(r.sources)
