@@ -50,6 +50,7 @@ type span struct {
 type NDJSONDecoder struct {
 	fields
 	names   []string // wanted fields by slot
+	lens    uint64   // bit n set: a wanted name is n bytes long (n < 64)
 	timeIdx int
 	keyIdx  []int
 	valIdx  int // -1 if none
@@ -91,8 +92,13 @@ func (d *NDJSONDecoder) slot(name string) int {
 		}
 	}
 	d.names = append(d.names, name)
+	d.lens |= lenBit(len(name))
 	return len(d.names) - 1
 }
+
+// lenBit is the bit of a name length in NDJSONDecoder.lens: names of 63
+// bytes or more share the top bit.
+func lenBit(n int) uint64 { return 1 << min(n, 63) }
 
 // Decode implements Decoder.
 func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
@@ -326,6 +332,9 @@ func (d *NDJSONDecoder) end(b []byte, i int) bool {
 
 // match returns the slot of a wanted field name, or -1.
 func (d *NDJSONDecoder) match(name []byte, escaped bool) int {
+	if !escaped && d.lens&lenBit(len(name)) == 0 {
+		return -1 // most of a line's fields: no wanted name is that long
+	}
 	if escaped {
 		d.scratch = appendUnescaped(d.scratch[:0], name)
 		name = d.scratch
