@@ -1,7 +1,6 @@
 package lake
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -145,7 +144,6 @@ type fileWriter struct {
 	t      *table
 	tmp    *os.File
 	stager store.Stager // tmp was staged here; nil: tmp is an OS temp file
-	buf    *bufio.Writer
 	pw     *parquet.Writer
 	leaf   []int
 	def    []int // max definition level: 1 for OPTIONAL columns
@@ -191,8 +189,10 @@ func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 		return nil, fmt.Errorf("create temp data file: %w", err)
 	}
 	sch := t.parquetSchema()
-	w := &fileWriter{t: t, tmp: tmp, stager: stager, buf: bufio.NewWriterSize(tmp, 1<<20)}
-	w.pw = parquet.NewWriter(w.buf, writerOptions(t, sch)...)
+	w := &fileWriter{t: t, tmp: tmp, stager: stager}
+	// parquet-go buffers its output (WriteBufferSize), so it writes to
+	// the file directly: another buffer only cost 1 MiB per file.
+	w.pw = parquet.NewWriter(tmp, writerOptions(t, sch)...)
 	n := len(t.cols)
 	w.leaf = make([]int, n)
 	w.def = make([]int, n)
@@ -625,11 +625,7 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 	if err := w.dispatch(true, true); err != nil {
 		return dataFile{}, err
 	}
-	err := w.pw.Close()
-	if err == nil {
-		err = w.buf.Flush()
-	}
-	if err != nil {
+	if err := w.pw.Close(); err != nil { // flushes parquet-go's buffer
 		return dataFile{}, fmt.Errorf("close parquet file: %w", err)
 	}
 	size, err := w.tmp.Seek(0, io.SeekCurrent)
