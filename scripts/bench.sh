@@ -207,6 +207,7 @@ mib() { [[ $1 == FAIL ]] && echo "-" || awk -v k="$1" 'BEGIN { printf "%.0f", k 
 # cpm CPU_S ROWS: CPU-seconds per million rows.
 cpm() { [[ $1 == FAIL ]] && echo "-" || awk -v c="$1" -v n="$2" 'BEGIN { printf "%.2f", c / n * 1e6 }'; }
 
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 CPU=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || echo unknown)
 MEM=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null || echo unknown)
 GOV=$(go version | awk '{print $3}')
@@ -222,7 +223,7 @@ COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "| cores (nproc) | $(nproc) |"
   echo "| CPU | $CPU |"
   echo "| memory | $MEM |"
-  echo "| load average at start | $LOAD0 (other work on the machine skews the numbers) |"
+  echo "| load average at start / end | $LOAD0 / $LOAD1 (other work on the machine skews the numbers) |"
   echo "| Go | $GOV |"
   echo "| DuckDB | $DUCK_VERSION (duck built in ${DUCK_BUILD_S}s) |"
   for n in "${NS[@]}"; do
