@@ -57,7 +57,7 @@ func (snappyFast) Encode(dst, src []byte) ([]byte, error) {
 var snappyCodec snappyFast
 
 // zstdWindow is the match window of the zstd encoders: a page is at most
-// about PageBufferSize (1 MiB) and an int64 page of a row group 256 KiB.
+// about pageBytes (256 KiB), an int64 column chunk of a row group 256 KiB.
 // klauspost's default window is 8 MiB, and an encoder then keeps a 16 MiB
 // history buffer for any input over one block (128 KiB): at batch 5 of a
 // 1M-event stream the pooled encoders held 16 MB of the 117 MB live heap,

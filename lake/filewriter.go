@@ -22,6 +22,12 @@ const (
 	rowGroupBytes = 64 << 20
 	chunkRows     = 16 << 10 // rows buffered per column before handing them to parquet-go
 	dictMaxBytes  = 1 << 20
+	// pageBytes is how many bytes of a column's values are buffered before
+	// a page is cut. It bounds parquet-go's column buffers and its pooled
+	// page buffers: 256 KiB instead of 1 MiB took ~19 MB off the 1M-event
+	// stream's peak RSS (median of 4 pairs, 258 -> 239 MiB) for 0.6%
+	// larger files; snappy and zstd run as fast on 256 KiB as on 1 MiB.
+	pageBytes = 256 << 10
 )
 
 // writerOptions are the settings SPEC §4.2 requires, each set explicitly.
@@ -40,7 +46,7 @@ func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
 		parquet.DataPageVersion(1),
 		parquet.DataPageStatistics(false),
 		parquet.DictionaryMaxBytes(dictMaxBytes),
-		parquet.PageBufferSize(1 << 20),
+		parquet.PageBufferSize(pageBytes),
 		parquet.WriteBufferSize(1 << 20),
 		// parquet-go's CreatedBy leaves no blank before "(build", and the
 		// version is the release's, so the whole string is set here.
