@@ -33,11 +33,10 @@ func createTemp(dir, prefix, suffix string) (*os.File, error) {
 			continue
 		}
 		if err == nil {
-			if herr := holdTemp(f); herr != nil {
-				f.Close()
-				os.Remove(name)
-				return nil, &fs.PathError{Op: "createtemp", Path: name, Err: herr}
-			}
+			// A filesystem without locks (some network mounts) gets no
+			// hold: writing must not fail for it, and a file whose lock
+			// cannot be taken is never swept (tryLockTemp).
+			_ = holdTemp(f)
 		}
 		return f, err
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -20,8 +19,8 @@ type TempSweeper interface {
 	// with keys under the temp area (".tidemark-tmp/<name>"). A temp file
 	// is held from its creation until it is closed (published or
 	// discarded): on unix by a shared flock(2) on it, which a process's
-	// death releases; where that is not available (Windows) the age is the
-	// only test.
+	// death releases, and a file on a filesystem that cannot lock is never
+	// swept; on Windows the age is the only test.
 	SweepTemps(ctx context.Context, before time.Time, dryRun bool) ([]Info, error)
 }
 
@@ -77,11 +76,7 @@ func sweepTemp(p string, dryRun bool) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	free, err := tryLockTemp(f)
-	if err != nil {
-		return false, fmt.Errorf("lock: %w", err)
-	}
-	if !free {
+	if !tryLockTemp(f) {
 		return false, nil // a live writer's
 	}
 	if dryRun {

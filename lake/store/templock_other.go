@@ -9,4 +9,4 @@ import "os"
 func holdTemp(*os.File) error { return nil }
 
 // tryLockTemp reports every temp file as free.
-func tryLockTemp(*os.File) (bool, error) { return true, nil }
+func tryLockTemp(*os.File) bool { return true }

@@ -3,7 +3,6 @@
 package store
 
 import (
-	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -14,14 +13,9 @@ import (
 func holdTemp(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) }
 
 // tryLockTemp takes an exclusive flock on f, and reports false when a
-// writer holds the file.
-func tryLockTemp(f *os.File) (bool, error) {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return false, nil
-	}
-	return false, err
+// writer holds the file, or when the filesystem cannot lock it (then no
+// writer could have held it either, and the file is kept: sweeping must
+// never guess).
+func tryLockTemp(f *os.File) bool {
+	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
 }
