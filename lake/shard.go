@@ -354,30 +354,34 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64, m *Merge) 
 	}
 	m.Watermark, m.HasWatermark = combinedWatermark(byID)
 
-	want := make(map[windowID]bool, len(b.Closed))
-	for i := range b.Closed {
-		want[b.Closed[i].id()] = true
+	closed := b.Closed
+	if !slices.IsSortedFunc(closed, compareRows) {
+		closed = slices.Clone(closed)
+		sortWindowRows(closed)
 	}
 	var parts []WindowRow
 	if len(byID) > 1 { // alone, the merge is the batch's own partials
-		if parts, err = l.partialsOf(ctx, b.Closed); err != nil {
+		if parts, err = l.partialsOf(ctx, closed); err != nil {
 			return nil, err
 		}
+		slices.SortFunc(parts, func(a, b WindowRow) int { return cmp.Or(compareRows(a, b), strings.Compare(a.Shard, b.Shard)) })
 	}
-	byKey := map[windowID][]WindowRow{}
-	for _, p := range parts {
-		id := p.id()
-		id.shard = ""
-		if want[id] {
-			byKey[id] = append(byKey[id], p)
+	out := make([]WindowRow, 0, len(closed))
+	own := make([]WindowRow, 1)
+	p := 0
+	for i := range closed {
+		r := closed[i]
+		for p < len(parts) && compareRows(parts[p], r) < 0 {
+			p++
 		}
-	}
-	out := make([]WindowRow, 0, len(b.Closed))
-	for i := range b.Closed {
-		r := b.Closed[i]
-		ps := byKey[r.id()]
+		q := p
+		for q < len(parts) && compareRows(parts[q], r) == 0 {
+			q++
+		}
+		ps := parts[p:q]
 		if len(ps) == 0 {
-			ps = []WindowRow{{Result: r.Result, Shard: b.AppID}}
+			own[0] = WindowRow{Result: r.Result, Shard: b.AppID}
+			ps = own
 		}
 		merged := mergeShards(b.AppID, r, ps, byID)
 		if slices.ContainsFunc(ps, func(p WindowRow) bool { return p.Shard != b.AppID }) {
@@ -397,19 +401,19 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64, m *Merge) 
 func mergeShards(self string, r WindowRow, ps []WindowRow, byID map[string]*Shard) WindowRow {
 	var agg tidemark.Agg
 	final := true
-	from := map[string]bool{}
 	for _, p := range ps {
 		agg.Merge(p.Agg)
 		final = final && p.Final
-		from[p.Shard] = true
 	}
 	wm := r.Watermark
 	for id, s := range byID {
 		if s.Idle || id == self {
 			continue
 		}
-		if !from[id] && (!s.HasWatermark || s.Watermark < r.Window.End) {
-			final = false
+		if !s.HasWatermark || s.Watermark < r.Window.End {
+			if !slices.ContainsFunc(ps, func(p WindowRow) bool { return p.Shard == id }) {
+				final = false
+			}
 		}
 		if s.HasWatermark && (wm == nil || s.Watermark < *wm) {
 			w := s.Watermark
@@ -421,23 +425,22 @@ func mergeShards(self string, r WindowRow, ps []WindowRow, byID map[string]*Shar
 }
 
 // partialsOf reads the window_partials rows of every shard that may hold
-// one of rows' window keys.
+// one of rows' window keys (rows sorted by window and key).
 func (l *Lake) partialsOf(ctx context.Context, rows []WindowRow) ([]WindowRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
 	h := l.tables[TableWindowPartials]
 	snap, err := h.dt.Snapshot(ctx, -1)
 	if err != nil {
 		return nil, fmt.Errorf("read window partials: %w", err)
 	}
-	byDate := map[string][]WindowRow{}
-	for i := range rows {
-		d := dateOf(rows[i].Window.Start)
-		byDate[d] = append(byDate[d], rows[i])
-	}
+	first, last := dateOf(rows[0].Window.Start), dateOf(rows[len(rows)-1].Window.Start)
 	var out []WindowRow
 	for i := range snap.Files {
 		a := &snap.Files[i]
 		d := a.PartitionValues["window_date"]
-		if d == nil || !l.mayHold(a, byDate[*d]) {
+		if d == nil || *d < first || *d > last || !l.mayHold(a, rows) {
 			continue
 		}
 		got, err := l.readWindowRows(ctx, h, a)
