@@ -66,6 +66,8 @@ type mergeSpec struct {
 	// bump gives a row that replaces a different one the old row's
 	// revision + 1, and one that replaces an equal one the old revision.
 	bump bool
+	// check, if set, may refuse an attempt by the snapshot it is built on.
+	check func(snap *delta.Snapshot) error
 }
 
 // fixedRows is a mergeSpec.rows that returns rows.
@@ -91,14 +93,24 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 		if snap == nil {
 			return nil, nil, fmt.Errorf("table missing")
 		}
-		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
-			return nil, nil, nil
+		if txn != nil {
+			if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+				return nil, nil, nil
+			}
+		}
+		if m.check != nil {
+			if err := m.check(snap); err != nil {
+				return nil, nil, err
+			}
 		}
 		rows, err := m.rows(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		parts := h.groupByPartition(rows)
+		if len(parts) == 0 && len(m.extra) == 0 {
+			return nil, nil, nil
+		}
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
 		var removed, added, outRows int64
