@@ -35,6 +35,36 @@ import (
 // its txn, the merge is redone from the partials) and by reconcile. The
 // merge is a pure function of the partials: nothing is added twice.
 //
+// Solo lakes. While one stream writes a lake, the merge of its partials is
+// its own rows, so it upserts them straight into window_results (one
+// commit, txn {id, batch}, its watermark txn with it) and window_partials
+// stays empty. The lake is multi-shard once window_results' configuration
+// holds tidemark.shards=multi, or window_partials holds a stream's txn (a
+// lake written before solo lakes). A stream decides before each window
+// commit: multi-shard, the two commits above; else, if shardStates knows a
+// shard other than itself (any stream that emits has committed raw rows
+// with its watermark txn first, so of two streams starting together at
+// least the second sees the first), it hands over; else it commits solo,
+// and that commit refuses (errNotSolo) a snapshot marked multi.
+//
+// The hand-over: read window_results at its latest version V, copy its rows
+// into window_partials as the partial of the stream that wrote them (the
+// shard with a txn in window_results; none: nothing to copy), then commit
+// to window_results, read at V, a metaData action that adds
+// tidemark.shards=multi, reading every partition. So the mark lands at V+1
+// exactly: a solo commit (or reconcile, or compaction) that landed after V
+// makes the mark conflict, and the copy is redone from the newer version;
+// a solo commit racing the mark loses to it (a metaData change conflicts
+// with every concurrent commit), retries, sees the mark and takes the
+// two-commit path. The copy reads the mark after the window_partials
+// snapshot it builds on, so a copy by a third stream racing the same
+// hand-over cannot overwrite partials the solo writer wrote after the
+// mark: either it sees the mark and stops, or that write conflicts with it.
+// A crash between the copy and the mark leaves copied rows without the
+// mark: the lake stays solo (the copy carries no stream txn), and the next
+// hand-over copies every row again over them (window_results never loses a
+// row key). After the mark the lake stays multi-shard.
+//
 // Finality: a merged row is final when every shard that contributed to it
 // marked its partial final and every other active shard's watermark has
 // passed the window's end. A shard is active unless its last commit is more

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,6 +243,15 @@ func testHandOver(t *testing.T, st store.Store, seed uint64, crashedCopy bool) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	checkHandOver(t, seed, a, b)
+}
+
+// checkHandOver checks a lake a and b wrote: marked multi, window_results
+// holding the sum of their last values per window key, and each one's
+// partials its own last values.
+func checkHandOver(t *testing.T, seed uint64, a, b *handOverShard) {
+	t.Helper()
+	ctx := context.Background()
 	snap, err := a.l.tables[TableWindowResults].dt.Snapshot(ctx, -1)
 	if err != nil || !markedMulti(snap) {
 		t.Fatalf("window_results not marked multi after the hand-over: %v", err)
@@ -281,5 +291,90 @@ func testHandOver(t *testing.T, st store.Store, seed uint64, crashedCopy bool) {
 		if !maps.Equal(mine, s.last) {
 			t.Errorf("seed %d: %s's partials %v, want its last values %v", seed, s.id, mine, s.last)
 		}
+	}
+}
+
+// raceStore runs before and after, once armed, around the first
+// window_results commit put through it (just after its writer read its
+// snapshot).
+type raceStore struct {
+	store.Store
+	once          sync.Once
+	before, after func()
+}
+
+func (s *raceStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if s.before == nil || !strings.HasPrefix(key, TableWindowResults+"/_delta_log/") {
+		return s.Store.PutIfAbsent(ctx, key, data)
+	}
+	first := false
+	s.once.Do(func() { first = true })
+	if !first {
+		return s.Store.PutIfAbsent(ctx, key, data)
+	}
+	s.before()
+	err := s.Store.PutIfAbsent(ctx, key, data)
+	if s.after != nil {
+		s.after()
+	}
+	return err
+}
+
+// TestHandOverRaces: the hand-over's mark lands between a solo commit's
+// snapshot and its put (the solo commit loses, sees the mark on its retry
+// and goes through window_partials), or a solo commit decided before the
+// second stream's first commit lands between the hand-over's copy and its
+// mark (the mark conflicts and the copy is redone from the newer version).
+// Either way each stream's batches are in its partial and in the merged
+// values.
+func TestHandOverRaces(t *testing.T) {
+	for _, markFirst := range []bool{true, false} {
+		ctx := context.Background()
+		dir, err := store.OpenDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsA, rsB := &raceStore{Store: dir}, &raceStore{Store: dir}
+		open := func(st store.Store, id string, seq uint64) *handOverShard {
+			l, err := Open(ctx, st, testConfig(&fakeClock{now: t0}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &handOverShard{id: id, l: l, rng: rand.New(rand.NewPCG(7, seq)), last: map[windowID]int64{}}
+		}
+		a, b := open(rsA, "id-a", 1), open(rsB, "id-b", 2)
+		for range 2 {
+			if err := a.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bDone := make(chan error, 1)
+		if markFirst {
+			// b's whole first batch, hand-over and mark included, runs
+			// between a's solo snapshot and its put.
+			rsA.before = func() { bDone <- b.step(ctx) }
+		} else {
+			// b's raw commit and copy run there; its mark waits for a's
+			// solo put to land.
+			atMark, release := make(chan struct{}), make(chan struct{})
+			rsB.before = func() { close(atMark); <-release }
+			rsA.before = func() {
+				go func() { bDone <- b.step(ctx) }()
+				<-atMark
+			}
+			rsA.after = func() { close(release) }
+		}
+		if err := a.step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-bDone; err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*handOverShard{a, b, a} {
+			if err := s.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkHandOver(t, 7, a, b)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,6 +201,84 @@ func TestShardKill9(t *testing.T) {
 	t.Logf("host-0 survived %d kill -9s", kills)
 	if kills == 0 {
 		t.Fatal("no run of host-0 was killed; the test proved nothing")
+	}
+	checkShardedLake(t, openTestLake(t, lakeDir), lines)
+}
+
+// TestShardHandOverKill9: host-0 writes the lake alone (window rows
+// straight into window_results, no window_partials) and keeps writing while
+// host-1 starts, is killed with SIGKILL early in its run (where it hands the
+// lake over to window_partials) several times, and finishes: every line
+// once, and window_results and the partials both hold every accepted row
+// once.
+func TestShardHandOverKill9(t *testing.T) {
+	lakeDir := filepath.Join(t.TempDir(), "lake")
+	files, lines := writeHostFiles(t, 2, 1200)
+	args := func(h int) []string {
+		return []string{"stream", "--name", fmt.Sprintf("host-%d", h), "--source", files[h], "--key", "page", "--value", "value",
+			"--window", "1m", "--lateness", "1m", "--max-batch-rows", "10", "--once", "--drain", "--lake", lakeDir, "--progress", "/dev/null"}
+	}
+	// host-0 first reads the first half of its file alone (no drain), then
+	// the rest, appended, while host-1 starts.
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := strings.IndexByte(string(data[len(data)/2:]), '\n') + len(data)/2 + 1
+	if err := os.WriteFile(files[0], data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := run(t, slices.DeleteFunc(args(0), func(a string) bool { return a == "--drain" })...); code != 0 {
+		t.Fatalf("host-0 alone: exit %d\n%s", code, stderr)
+	}
+	lk := openTestLake(t, lakeDir)
+	if parts, err := lk.Partials(context.Background(), lake.AllFrom, lake.AllTo, 0); err != nil || len(parts) != 0 {
+		t.Fatalf("a lone stream wrote %d window_partials rows (%v), want none", len(parts), err)
+	}
+	f, err := os.OpenFile(files[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data[half:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // host-0 again: it commits solo until host-1's hand-over, then as a shard
+		defer wg.Done()
+		if _, stderr, code := run(t, args(0)...); code != 0 {
+			t.Errorf("host-0: exit %d\n%s", code, stderr)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(4, 2))
+	kills := 0
+	for range 3 {
+		cmd := exec.Command(binary, args(1)...)
+		cmd.Dir = repoRoot(t)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(30+rng.IntN(300)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			kills++
+		} else if strings.Contains(stderr.String(), "level=ERROR") {
+			t.Fatalf("host-1 failed before the kill:\n%s", stderr.String())
+		}
+	}
+	if _, stderr, code := run(t, args(1)...); code != 0 {
+		t.Fatalf("host-1 final run: exit %d\n%s", code, stderr)
+	}
+	wg.Wait()
+	t.Logf("host-1 survived %d kill -9s", kills)
+	if kills == 0 {
+		t.Fatal("no run of host-1 was killed; the test proved nothing")
 	}
 	checkShardedLake(t, openTestLake(t, lakeDir), lines)
 }
