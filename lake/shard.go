@@ -448,12 +448,16 @@ func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []de
 		m.Watermark, m.HasWatermark = *b.Watermark, true
 	}
 	rows := func(context.Context) ([]WindowRow, error) {
-		out := make([]WindowRow, len(b.Closed))
+		out := b.Closed // upsertWindows copies what it changes
+		if slices.ContainsFunc(out, func(r WindowRow) bool { return r.Shard != "" }) {
+			out = slices.Clone(out)
+			for i := range out {
+				out[i].Shard = ""
+			}
+		}
 		m.Final = 0
-		for i, r := range b.Closed {
-			r.Shard = ""
-			out[i] = r
-			if r.Final {
+		for i := range out {
+			if out[i].Final {
 				m.Final++
 			}
 		}
