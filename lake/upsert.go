@@ -108,8 +108,8 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 			return nil, nil, err
 		}
 		parts := h.groupByPartition(rows)
-		if len(parts) == 0 && len(m.extra) == 0 {
-			return nil, nil, nil
+		if len(parts) == 0 && len(m.extra) == 0 && txn == nil {
+			return nil, nil, nil // nothing to record (a hand-over with nothing to copy)
 		}
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
