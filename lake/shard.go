@@ -35,6 +35,36 @@ import (
 // its txn, the merge is redone from the partials) and by reconcile. The
 // merge is a pure function of the partials: nothing is added twice.
 //
+// Solo lakes. While one stream writes a lake, the merge of its partials is
+// its own rows, so it upserts them straight into window_results (one
+// commit, txn {id, batch}, its watermark txn with it) and window_partials
+// stays empty. The lake is multi-shard once window_results' configuration
+// holds tidemark.shards=multi, or window_partials holds a stream's txn (a
+// lake written before solo lakes). A stream decides before each window
+// commit: multi-shard, the two commits above; else, if shardStates knows a
+// shard other than itself (any stream that emits has committed raw rows
+// with its watermark txn first, so of two streams starting together at
+// least the second sees the first), it hands over; else it commits solo,
+// and that commit refuses (errNotSolo) a snapshot marked multi.
+//
+// The hand-over: read window_results at its latest version V, copy its rows
+// into window_partials as the partial of the stream that wrote them (the
+// shard with a txn in window_results; none: nothing to copy), then commit
+// to window_results, read at V, a metaData action that adds
+// tidemark.shards=multi, reading every partition. So the mark lands at V+1
+// exactly: a solo commit (or reconcile, or compaction) that landed after V
+// makes the mark conflict, and the copy is redone from the newer version;
+// a solo commit racing the mark loses to it (a metaData change conflicts
+// with every concurrent commit), retries, sees the mark and takes the
+// two-commit path. The copy reads the mark after the window_partials
+// snapshot it builds on, so a copy by a third stream racing the same
+// hand-over cannot overwrite partials the solo writer wrote after the
+// mark: either it sees the mark and stops, or that write conflicts with it.
+// A crash between the copy and the mark leaves copied rows without the
+// mark: the lake stays solo (the copy carries no stream txn), and the next
+// hand-over copies every row again over them (window_results never loses a
+// row key). After the mark the lake stays multi-shard.
+//
 // Finality: a merged row is final when every shard that contributed to it
 // marked its partial final and every other active shard's watermark has
 // passed the window's end. A shard is active unless its last commit is more
@@ -48,6 +78,7 @@ type shardMemo struct {
 	starts startRanges
 	mu     sync.Mutex
 	merges map[string]Merge
+	multi  bool // the lake is multi-shard (see multiShard)
 }
 
 // Merge is what one batch's window_results commit merged, as its stream
@@ -218,7 +249,7 @@ func (l *Lake) shardStates(ctx context.Context) (map[string]*Shard, error) {
 		return s
 	}
 	snaps := map[string]*delta.Snapshot{}
-	for _, name := range []string{TableRawEvents, TableQuarantine, TableWindowPartials} {
+	for _, name := range []string{TableRawEvents, TableQuarantine, TableWindowPartials, TableWindowResults} {
 		snap, err := l.tables[name].dt.Snapshot(ctx, -1)
 		if errors.Is(err, delta.ErrNoTable) {
 			continue
@@ -296,17 +327,40 @@ func combinedWatermark(byID map[string]*Shard) (w int64, ok bool) {
 	return w, ok
 }
 
-// emitWindows commits a batch's emitted windows: its partials first, then
-// the merge of every shard's partials for the keys it touched.
+// emitWindows commits a batch's emitted windows: straight into
+// window_results while the lake is solo, else its partials first, then the
+// merge of every shard's partials for the keys it touched (see the package
+// comment in shard.go).
 func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest int64, params map[string]string) error {
+	var extra []delta.Action
+	if b.Watermark != nil {
+		extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
+	}
+	multi, err := l.multiShard(ctx)
+	if err != nil {
+		return err
+	}
+	if !multi {
+		byID, err := l.shardStates(ctx)
+		if err != nil {
+			return err
+		}
+		if hasOther(byID, b.AppID) {
+			if err := l.handOver(ctx, byID); err != nil {
+				return err
+			}
+		} else {
+			err := l.emitSolo(ctx, b, txn, extra, params)
+			if !errors.Is(err, errNotSolo) {
+				return err
+			}
+			l.setMulti()
+		}
+	}
 	partials := make([]WindowRow, len(b.Closed))
 	for i, r := range b.Closed {
 		r.Shard = b.AppID
 		partials[i] = r
-	}
-	var extra []delta.Action
-	if b.Watermark != nil {
-		extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
 	}
 	if _, err := l.upsertWindows(ctx, mergeSpec{h: l.tables[TableWindowPartials], rows: fixedRows(partials), txn: txn, extra: extra, op: "STREAMING UPDATE", params: params}); err != nil {
 		return err
@@ -322,6 +376,198 @@ func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest 
 	}
 	l.recordMerge(b.AppID, m)
 	return nil
+}
+
+// confShards is the window_results configuration key that marks a lake
+// several streams write (value "multi"); see the package comment.
+const confShards = "tidemark.shards"
+
+// errNotSolo ends a solo commit attempt that finds the lake marked multi.
+var errNotSolo = errors.New("lake: another stream took the lake over to window_partials")
+
+// errMoved ends a hand-over's marking attempt that finds window_results
+// changed since its copy.
+var errMoved = errors.New("lake: window_results changed during the hand-over")
+
+func markedMulti(snap *delta.Snapshot) bool {
+	return snap != nil && snap.Metadata.Configuration[confShards] == "multi"
+}
+
+// multiShard reports whether window rows go through window_partials: the
+// hand-over marked window_results, or a stream wrote partials (a lake
+// written before solo lakes existed). Once true it stays true.
+func (l *Lake) multiShard(ctx context.Context) (bool, error) {
+	l.memo.mu.Lock()
+	multi := l.memo.multi
+	l.memo.mu.Unlock()
+	if multi {
+		return true, nil
+	}
+	snap, err := l.tables[TableWindowResults].dt.Snapshot(ctx, -1)
+	if err != nil {
+		return false, fmt.Errorf("read window_results: %w", err)
+	}
+	multi = markedMulti(snap)
+	if !multi {
+		psnap, err := l.tables[TableWindowPartials].dt.Snapshot(ctx, -1)
+		if err != nil {
+			return false, fmt.Errorf("read window_partials: %w", err)
+		}
+		for appID := range psnap.Txns {
+			multi = multi || !strings.HasPrefix(appID, watermarkPrefix)
+		}
+	}
+	if multi {
+		l.setMulti()
+	}
+	return multi, nil
+}
+
+func (l *Lake) setMulti() {
+	l.memo.mu.Lock()
+	l.memo.multi = true
+	l.memo.mu.Unlock()
+}
+
+// hasOther reports whether byID holds a shard other than self.
+func hasOther(byID map[string]*Shard, self string) bool {
+	for id := range byID {
+		if id != self {
+			return true
+		}
+	}
+	return false
+}
+
+// emitSolo upserts a lone stream's windows straight into window_results,
+// with the batch's watermark; errNotSolo when the lake is marked multi at
+// the attempt (a hand-over won the race).
+func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []delta.Action, params map[string]string) error {
+	m := Merge{BatchID: b.BatchID, Shards: 1, Active: 1, Partials: len(b.Closed)}
+	if b.Watermark != nil {
+		m.Watermark, m.HasWatermark = *b.Watermark, true
+	}
+	rows := func(context.Context) ([]WindowRow, error) {
+		out := b.Closed // upsertWindows copies what it changes
+		if slices.ContainsFunc(out, func(r WindowRow) bool { return r.Shard != "" }) {
+			out = slices.Clone(out)
+			for i := range out {
+				out[i].Shard = ""
+			}
+		}
+		m.Final = 0
+		for i := range out {
+			if out[i].Final {
+				m.Final++
+			}
+		}
+		m.Merged = len(out)
+		return out, nil
+	}
+	check := func(snap *delta.Snapshot) error {
+		if markedMulti(snap) {
+			return errNotSolo
+		}
+		return nil
+	}
+	spec := mergeSpec{h: l.tables[TableWindowResults], rows: rows, check: check, txn: txn, extra: extra, op: "STREAMING UPDATE", params: params, bump: true}
+	if _, err := l.upsertWindows(ctx, spec); err != nil {
+		return err
+	}
+	l.recordMerge(b.AppID, m)
+	return nil
+}
+
+// handOver turns a solo lake into a multi-shard one, as a stream that
+// finds another shard does before its first window commit: it copies
+// window_results, as of some version V, into window_partials as the solo
+// writer's partial, then marks window_results multi at version V+1 exactly
+// (the marker reads everything, and a metaData commit conflicts with every
+// concurrent commit, so a solo commit either lands before the mark and is
+// copied again, or loses to it and goes through window_partials). When
+// window_results moved meanwhile, the copy is redone.
+func (l *Lake) handOver(ctx context.Context, byID map[string]*Shard) error {
+	results, partials := l.tables[TableWindowResults], l.tables[TableWindowPartials]
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		v := int64(-1)
+		rows := func(ctx context.Context) ([]WindowRow, error) {
+			snap, err := results.dt.Snapshot(ctx, -1)
+			if err != nil {
+				return nil, err
+			}
+			if markedMulti(snap) {
+				return nil, errNotSolo
+			}
+			v = snap.Version
+			owner := soloOwner(snap, byID)
+			if owner == "" {
+				return nil, nil // no stream wrote window_results: no partial to keep
+			}
+			var out []WindowRow
+			for i := range snap.Files {
+				got, err := l.readWindowRows(ctx, results, &snap.Files[i])
+				if err != nil {
+					return nil, err
+				}
+				for j := range got {
+					got[j].Shard = owner
+				}
+				out = append(out, got...)
+			}
+			return out, nil
+		}
+		params := map[string]string{"predicate": "handover of window_results to window_partials"}
+		_, err := l.upsertWindows(ctx, mergeSpec{h: partials, rows: rows, op: "MERGE", params: params})
+		switch {
+		case errors.Is(err, errNotSolo):
+			return nil // another stream handed over
+		case err != nil:
+			return fmt.Errorf("hand over to window_partials: %w", err)
+		}
+		_, err = l.update(ctx, results, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+			if markedMulti(snap) {
+				return nil, nil, nil
+			}
+			if snap == nil || snap.Version != v {
+				return nil, nil, errMoved
+			}
+			md := snap.Metadata
+			md.Configuration = maps.Clone(md.Configuration)
+			md.Configuration[confShards] = "multi"
+			return &delta.Transaction{
+				Actions:             []delta.Action{{Metadata: &md}},
+				Operation:           "SET TBLPROPERTIES",
+				OperationParameters: map[string]string{"properties": `{"` + confShards + `":"multi"}`},
+				ReadPredicate:       func(map[string]*string) bool { return true },
+			}, nil, nil
+		})
+		switch {
+		case errors.Is(err, errMoved):
+			continue
+		case err != nil:
+			return fmt.Errorf("hand over to window_partials: mark window_results: %w", err)
+		}
+		l.setMulti()
+		return nil
+	}
+	return fmt.Errorf("hand over to window_partials: window_results kept changing over %d attempts", maxAttempts)
+}
+
+// soloOwner returns the stream whose rows window_results holds while the
+// lake is solo: the shard with a txn there (the latest to commit if a lake
+// older than solo lakes has several), "" for none.
+func soloOwner(snap *delta.Snapshot, byID map[string]*Shard) string {
+	var owner string
+	var last int64
+	for appID, t := range snap.Txns {
+		if byID[appID] == nil {
+			continue
+		}
+		if owner == "" || t.LastUpdated > last || (t.LastUpdated == last && appID < owner) {
+			owner, last = appID, t.LastUpdated
+		}
+	}
+	return owner
 }
 
 // mergedRows merges every shard's partials of the window keys b touched, as
@@ -354,30 +600,34 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64, m *Merge) 
 	}
 	m.Watermark, m.HasWatermark = combinedWatermark(byID)
 
-	want := make(map[windowID]bool, len(b.Closed))
-	for i := range b.Closed {
-		want[b.Closed[i].id()] = true
+	closed := b.Closed
+	if !slices.IsSortedFunc(closed, compareRows) {
+		closed = slices.Clone(closed)
+		sortWindowRows(closed)
 	}
 	var parts []WindowRow
 	if len(byID) > 1 { // alone, the merge is the batch's own partials
-		if parts, err = l.partialsOf(ctx, b.Closed); err != nil {
+		if parts, err = l.partialsOf(ctx, closed); err != nil {
 			return nil, err
 		}
+		slices.SortFunc(parts, func(a, b WindowRow) int { return cmp.Or(compareRows(a, b), strings.Compare(a.Shard, b.Shard)) })
 	}
-	byKey := map[windowID][]WindowRow{}
-	for _, p := range parts {
-		id := p.id()
-		id.shard = ""
-		if want[id] {
-			byKey[id] = append(byKey[id], p)
+	out := make([]WindowRow, 0, len(closed))
+	own := make([]WindowRow, 1)
+	p := 0
+	for i := range closed {
+		r := closed[i]
+		for p < len(parts) && compareRows(parts[p], r) < 0 {
+			p++
 		}
-	}
-	out := make([]WindowRow, 0, len(b.Closed))
-	for i := range b.Closed {
-		r := b.Closed[i]
-		ps := byKey[r.id()]
+		q := p
+		for q < len(parts) && compareRows(parts[q], r) == 0 {
+			q++
+		}
+		ps := parts[p:q]
 		if len(ps) == 0 {
-			ps = []WindowRow{{Result: r.Result, Shard: b.AppID}}
+			own[0] = WindowRow{Result: r.Result, Shard: b.AppID}
+			ps = own
 		}
 		merged := mergeShards(b.AppID, r, ps, byID)
 		if slices.ContainsFunc(ps, func(p WindowRow) bool { return p.Shard != b.AppID }) {
@@ -397,19 +647,19 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64, m *Merge) 
 func mergeShards(self string, r WindowRow, ps []WindowRow, byID map[string]*Shard) WindowRow {
 	var agg tidemark.Agg
 	final := true
-	from := map[string]bool{}
 	for _, p := range ps {
 		agg.Merge(p.Agg)
 		final = final && p.Final
-		from[p.Shard] = true
 	}
 	wm := r.Watermark
 	for id, s := range byID {
 		if s.Idle || id == self {
 			continue
 		}
-		if !from[id] && (!s.HasWatermark || s.Watermark < r.Window.End) {
-			final = false
+		if !s.HasWatermark || s.Watermark < r.Window.End {
+			if !slices.ContainsFunc(ps, func(p WindowRow) bool { return p.Shard == id }) {
+				final = false
+			}
 		}
 		if s.HasWatermark && (wm == nil || s.Watermark < *wm) {
 			w := s.Watermark
@@ -421,23 +671,22 @@ func mergeShards(self string, r WindowRow, ps []WindowRow, byID map[string]*Shar
 }
 
 // partialsOf reads the window_partials rows of every shard that may hold
-// one of rows' window keys.
+// one of rows' window keys (rows sorted by window and key).
 func (l *Lake) partialsOf(ctx context.Context, rows []WindowRow) ([]WindowRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
 	h := l.tables[TableWindowPartials]
 	snap, err := h.dt.Snapshot(ctx, -1)
 	if err != nil {
 		return nil, fmt.Errorf("read window partials: %w", err)
 	}
-	byDate := map[string][]WindowRow{}
-	for i := range rows {
-		d := dateOf(rows[i].Window.Start)
-		byDate[d] = append(byDate[d], rows[i])
-	}
+	first, last := dateOf(rows[0].Window.Start), dateOf(rows[len(rows)-1].Window.Start)
 	var out []WindowRow
 	for i := range snap.Files {
 		a := &snap.Files[i]
 		d := a.PartitionValues["window_date"]
-		if d == nil || !l.mayHold(a, byDate[*d]) {
+		if d == nil || *d < first || *d > last || !l.mayHold(a, rows) {
 			continue
 		}
 		got, err := l.readWindowRows(ctx, h, a)

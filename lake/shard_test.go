@@ -2,12 +2,20 @@ package lake
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"tidemark"
 	"tidemark/lake/store"
+	"tidemark/lake/store/storetest"
 )
 
 func TestShardsRecordAndIdle(t *testing.T) {
@@ -80,7 +88,7 @@ func TestStartRangesCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{TableWindowPartials, TableWindowResults} {
+	for _, name := range []string{TableWindowResults} { // a lone stream writes no partials
 		snap, err := l.tables[name].dt.Snapshot(ctx, -1)
 		if err != nil {
 			t.Fatal(err)
@@ -104,8 +112,8 @@ func TestStartRangesCache(t *testing.T) {
 		l.memo.starts.m[strconv.Itoa(i)] = startRange{}
 	}
 	l.memo.starts.mu.Unlock()
-	if n != 6 {
-		t.Errorf("the cache holds %d ranges, want the 6 files'", n)
+	if n != 3 {
+		t.Errorf("the cache holds %d ranges, want the 3 files'", n)
 	}
 	snap, err := l.tables[TableWindowResults].dt.Snapshot(ctx, -1)
 	if err != nil {
@@ -116,5 +124,257 @@ func TestStartRangesCache(t *testing.T) {
 	l.memo.starts.of(&other)
 	if got := len(l.memo.starts.m); got != 1 {
 		t.Errorf("past its bound the cache holds %d ranges, want it started again with 1", got)
+	}
+}
+
+// TestHandOver: a lone stream writes window_results only; a second stream
+// hands the lake over to window_partials while the first keeps committing
+// (each with its own Lake, as two processes), and window_results ends as
+// the sum of both streams' last values per window key, as do the partials.
+func TestHandOver(t *testing.T) {
+	for round := range 4 {
+		st, err := store.OpenDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		testHandOver(t, st, uint64(round), round%2 == 1)
+	}
+}
+
+// TestHandOverS3 is the same on versitygw.
+func TestHandOverS3(t *testing.T) {
+	srv := storetest.StartVersity(t)
+	for round := range 2 {
+		st, err := store.OpenS3(t.Context(), srv.Bucket(t), "lake", store.S3Config{
+			Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testHandOver(t, st, uint64(10+round), round == 1)
+	}
+}
+
+// handOverShard is one stream of testHandOver: each batch raises the
+// counts of a few window keys and emits their cumulative values.
+type handOverShard struct {
+	id    string
+	l     *Lake
+	rng   *rand.Rand
+	batch int64
+	last  map[windowID]int64
+}
+
+func (s *handOverShard) step(ctx context.Context) error {
+	size := s.l.cfg.Window.Size
+	var closed []WindowRow
+	for range 1 + s.rng.IntN(4) {
+		start := t0.UnixMicro() + int64(s.rng.IntN(5))*size
+		row := WindowRow{Result: tidemark.Result{Window: tidemark.Window{Start: start, End: start + size},
+			Key: tidemark.MakeKey(tidemark.KeyPart{Value: fmt.Sprintf("/p%d", s.rng.IntN(3))}, tidemark.KeyPart{Value: "eu"})}, Origin: OriginStream, Revision: 1}
+		id := row.id()
+		if slices.ContainsFunc(closed, func(r WindowRow) bool { return r.id() == id }) {
+			continue
+		}
+		s.last[id] += 1 + int64(s.rng.IntN(5))
+		row.Agg = tidemark.Agg{Count: s.last[id]}
+		closed = append(closed, row)
+	}
+	wm := t0.UnixMicro() + s.batch*size
+	rec := tidemark.Record{EventTime: wm, Key: closed[0].Key, Status: tidemark.StatusOK, Source: s.id, File: "f", Offset: s.batch}
+	err := s.l.AppendBatch(ctx, Batch{AppID: s.id, BatchID: s.batch, Records: []tidemark.Record{rec}, Closed: closed, Watermark: &wm})
+	s.batch++
+	return err
+}
+
+func testHandOver(t *testing.T, st store.Store, seed uint64, crashedCopy bool) {
+	t.Helper()
+	ctx := context.Background()
+	open := func(id string, seq uint64) *handOverShard {
+		l, err := Open(ctx, st, testConfig(&fakeClock{now: t0}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &handOverShard{id: id, l: l, rng: rand.New(rand.NewPCG(seed, seq)), last: map[windowID]int64{}}
+	}
+	a, b := open("id-a", 1), open("id-b", 2)
+	for range 3 {
+		if err := a.step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if crashedCopy {
+		// A hand-over that crashed after its copy and before its mark:
+		// stale partials without a stream txn; a keeps writing alone.
+		rows, err := a.l.Windows(ctx, AllFrom, AllTo, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			rows[i].Shard = a.id
+		}
+		if _, err := a.l.upsertWindows(ctx, mergeSpec{h: a.l.tables[TableWindowPartials], rows: fixedRows(rows), op: "MERGE"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if multi, err := a.l.multiShard(ctx); err != nil || multi {
+		t.Fatalf("a lone stream's lake: multi = %v, %v", multi, err)
+	}
+	if snap, err := a.l.tables[TableWindowPartials].dt.Snapshot(ctx, -1); err != nil || (len(snap.Files) > 0) != crashedCopy {
+		t.Fatalf("a lone stream wrote window_partials: %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, s := range []*handOverShard{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 6 {
+				if errs[i] = s.step(ctx); errs[i] != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	checkHandOver(t, seed, a, b)
+}
+
+// checkHandOver checks a lake a and b wrote: marked multi, window_results
+// holding the sum of their last values per window key, and each one's
+// partials its own last values.
+func checkHandOver(t *testing.T, seed uint64, a, b *handOverShard) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := a.l.tables[TableWindowResults].dt.Snapshot(ctx, -1)
+	if err != nil || !markedMulti(snap) {
+		t.Fatalf("window_results not marked multi after the hand-over: %v", err)
+	}
+	want := map[windowID]int64{}
+	for _, s := range []*handOverShard{a, b} {
+		for id, n := range s.last {
+			want[id] += n
+		}
+	}
+	rows, err := a.l.Windows(ctx, AllFrom, AllTo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[windowID]int64{}
+	for _, r := range rows {
+		if _, dup := got[r.id()]; dup {
+			t.Errorf("window %s key %s twice in window_results", r.Window, r.Key)
+		}
+		got[r.id()] = r.Agg.Count
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("seed %d: window_results counts %v, want the sum of both streams' %v", seed, got, want)
+	}
+	parts, err := a.l.Partials(ctx, AllFrom, AllTo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*handOverShard{a, b} {
+		mine := map[windowID]int64{}
+		for _, p := range parts {
+			if p.Shard == s.id {
+				p.Shard = ""
+				mine[p.id()] = p.Agg.Count
+			}
+		}
+		if !maps.Equal(mine, s.last) {
+			t.Errorf("seed %d: %s's partials %v, want its last values %v", seed, s.id, mine, s.last)
+		}
+	}
+}
+
+// raceStore runs before and after, once armed, around the first
+// window_results commit put through it (just after its writer read its
+// snapshot).
+type raceStore struct {
+	store.Store
+	once          sync.Once
+	before, after func()
+}
+
+func (s *raceStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if s.before == nil || !strings.HasPrefix(key, TableWindowResults+"/_delta_log/") {
+		return s.Store.PutIfAbsent(ctx, key, data)
+	}
+	first := false
+	s.once.Do(func() { first = true })
+	if !first {
+		return s.Store.PutIfAbsent(ctx, key, data)
+	}
+	s.before()
+	err := s.Store.PutIfAbsent(ctx, key, data)
+	if s.after != nil {
+		s.after()
+	}
+	return err
+}
+
+// TestHandOverRaces: the hand-over's mark lands between a solo commit's
+// snapshot and its put (the solo commit loses, sees the mark on its retry
+// and goes through window_partials), or a solo commit decided before the
+// second stream's first commit lands between the hand-over's copy and its
+// mark (the mark conflicts and the copy is redone from the newer version).
+// Either way each stream's batches are in its partial and in the merged
+// values.
+func TestHandOverRaces(t *testing.T) {
+	for _, markFirst := range []bool{true, false} {
+		ctx := context.Background()
+		dir, err := store.OpenDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsA, rsB := &raceStore{Store: dir}, &raceStore{Store: dir}
+		open := func(st store.Store, id string, seq uint64) *handOverShard {
+			l, err := Open(ctx, st, testConfig(&fakeClock{now: t0}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &handOverShard{id: id, l: l, rng: rand.New(rand.NewPCG(7, seq)), last: map[windowID]int64{}}
+		}
+		a, b := open(rsA, "id-a", 1), open(rsB, "id-b", 2)
+		for range 2 {
+			if err := a.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bDone := make(chan error, 1)
+		if markFirst {
+			// b's whole first batch, hand-over and mark included, runs
+			// between a's solo snapshot and its put.
+			rsA.before = func() { bDone <- b.step(ctx) }
+		} else {
+			// b's raw commit and copy run there; its mark waits for a's
+			// solo put to land.
+			atMark, release := make(chan struct{}), make(chan struct{})
+			rsB.before = func() { close(atMark); <-release }
+			rsA.before = func() {
+				go func() { bDone <- b.step(ctx) }()
+				<-atMark
+			}
+			rsA.after = func() { close(release) }
+		}
+		if err := a.step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-bDone; err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*handOverShard{a, b, a} {
+			if err := s.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkHandOver(t, 7, a, b)
 	}
 }

@@ -1,10 +1,10 @@
 package lake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -66,6 +66,8 @@ type mergeSpec struct {
 	// bump gives a row that replaces a different one the old row's
 	// revision + 1, and one that replaces an equal one the old revision.
 	bump bool
+	// check, if set, may refuse an attempt by the snapshot it is built on.
+	check func(snap *delta.Snapshot) error
 }
 
 // fixedRows is a mergeSpec.rows that returns rows.
@@ -91,64 +93,46 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 		if snap == nil {
 			return nil, nil, fmt.Errorf("table missing")
 		}
-		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
-			return nil, nil, nil
+		if txn != nil {
+			if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+				return nil, nil, nil
+			}
+		}
+		if m.check != nil {
+			if err := m.check(snap); err != nil {
+				return nil, nil, err
+			}
 		}
 		rows, err := m.rows(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		byID := make(map[windowID]int, len(rows))
-		for i := range rows {
-			byID[rows[i].id()] = i
+		parts := h.groupByPartition(rows)
+		if len(parts) == 0 && len(m.extra) == 0 && txn == nil {
+			return nil, nil, nil // nothing to record (a hand-over with nothing to copy)
 		}
-		byPart := map[string][]WindowRow{}
-		pvs := map[string]map[string]*string{}
-		for i := range rows {
-			if byID[rows[i].id()] != i {
-				continue
-			}
-			pv := h.partition(&rows[i])
-			dir := h.partitionDir(pv)
-			pvs[dir] = pv
-			byPart[dir] = append(byPart[dir], rows[i])
-		}
-		touched := slices.Sorted(maps.Keys(byPart))
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
 		var removed, added, outRows int64
-		for _, dir := range touched {
-			news := byPart[dir]
-			keep := append([]WindowRow(nil), news...)
-			at := make(map[windowID]int, len(news))
-			for i := range keep {
-				at[keep[i].id()] = i
-			}
+		for _, p := range parts {
+			var kept []WindowRow // old rows no new row replaces
 			for i := range snap.Files {
 				a := &snap.Files[i]
-				if !samePartition(a.PartitionValues, pvs[dir]) || !l.mayHold(a, news) {
+				if !samePartition(a.PartitionValues, p.pv) || !l.mayHold(a, p.rows) {
 					continue
 				}
 				old, err := l.readWindowRows(ctx, h, a)
 				if err != nil {
 					return nil, written, err
 				}
-				for _, r := range old {
-					j, replaced := at[r.id()]
-					if !replaced {
-						keep = append(keep, r)
-					} else if m.bump {
-						keep[j].Revision = nextRevision(&r, &keep[j])
-					}
-				}
+				kept = replaceRows(p.rows, old, kept, m.bump)
 				actions = append(actions, delta.Action{Remove: &delta.Remove{
 					Path: a.Path, DeletionTimestamp: now, DataChange: true, ExtendedFileMetadata: true,
 					PartitionValues: a.PartitionValues, Size: a.Size, Stats: a.Stats,
 				}})
 				removed++
 			}
-			sortWindowRows(keep)
-			f, err := l.writeWindowRows(ctx, h, keep, pvs[dir])
+			f, err := l.writeWindowRows(ctx, h, mergeSorted(p.rows, kept), p.pv)
 			if err != nil {
 				return nil, written, err
 			}
@@ -169,8 +153,8 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 			},
 			Txn: txn,
 			ReadPredicate: func(pv map[string]*string) bool {
-				for _, dir := range touched {
-					if samePartition(pv, pvs[dir]) {
+				for _, p := range parts {
+					if samePartition(pv, p.pv) {
 						return true
 					}
 				}
@@ -208,19 +192,15 @@ func nextRevision(old, row *WindowRow) int64 {
 }
 
 // mayHold reports whether a window_results or window_partials file may
-// hold one of rows' keys, judged by its window_start stats (no stats: it
-// may).
+// hold one of rows' keys (sorted by window start), judged by its
+// window_start stats (no stats: it may).
 func (l *Lake) mayHold(a *delta.Add, rows []WindowRow) bool {
 	lo, hi, ok := l.memo.starts.of(a)
 	if !ok {
 		return true
 	}
-	for i := range rows {
-		if s := rows[i].Window.Start; s >= lo && s < hi {
-			return true
-		}
-	}
-	return false
+	i, _ := slices.BinarySearchFunc(rows, lo, func(r WindowRow, t int64) int { return cmp.Compare(r.Window.Start, t) })
+	return i < len(rows) && rows[i].Window.Start < hi
 }
 
 // startRanges caches the window_start range of window files by path. A

@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -63,7 +64,113 @@ func (h *handle) partitionDir(pv map[string]*string) string {
 }
 
 func sortWindowRows(rows []WindowRow) {
-	slices.SortFunc(rows, func(a, b WindowRow) int { return tidemark.CompareResults(a.Result, b.Result) })
+	slices.SortFunc(rows, compareRows)
+}
+
+// compareRows orders window rows of one partition by window and key.
+func compareRows(a, b WindowRow) int { return tidemark.CompareResults(a.Result, b.Result) }
+
+// partRows are the rows to upsert into one partition of a window table,
+// sorted by window and key, one per key.
+type partRows struct {
+	pv   map[string]*string
+	rows []WindowRow
+}
+
+// groupByPartition copies rows into their partitions of table h (by
+// window_date, and shard in window_partials), each sorted by window and key
+// with the last row of a key kept: partition values are made per
+// partition, not per row, and nothing is hashed.
+func (h *handle) groupByPartition(rows []WindowRow) []partRows {
+	partials := h.def.name == TableWindowPartials
+	compare := func(a, b *WindowRow) int {
+		if partials {
+			if c := strings.Compare(a.Shard, b.Shard); c != 0 {
+				return c
+			}
+		}
+		return tidemark.CompareResults(a.Result, b.Result)
+	}
+	sorted := true
+	for i := 1; i < len(rows) && sorted; i++ {
+		sorted = compare(&rows[i-1], &rows[i]) < 0
+	}
+	var out []WindowRow
+	if sorted { // the usual case: an engine emits in this order
+		out = slices.Clone(rows)
+	} else {
+		idx := make([]int, len(rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Or(compare(&rows[a], &rows[b]), cmp.Compare(a, b)) })
+		out = make([]WindowRow, 0, len(rows))
+		for k, i := range idx {
+			if k+1 < len(idx) && compare(&rows[i], &rows[idx[k+1]]) == 0 {
+				continue // a later row of the same key wins
+			}
+			out = append(out, rows[i])
+		}
+	}
+	var parts []partRows
+	for lo := 0; lo < len(out); {
+		day := tidemark.FloorDiv(out[lo].Window.Start, tidemark.MicrosPerDay)
+		hi := lo + 1
+		for hi < len(out) && tidemark.FloorDiv(out[hi].Window.Start, tidemark.MicrosPerDay) == day && (!partials || out[hi].Shard == out[lo].Shard) {
+			hi++
+		}
+		parts = append(parts, partRows{pv: h.partition(&out[lo]), rows: out[lo:hi:hi]})
+		lo = hi
+	}
+	return parts
+}
+
+// replaceRows walks old (one file's rows of a partition) beside news (the
+// partition's new rows, sorted): an old row no new row replaces is appended
+// to kept; with bump, a new row that replaces one gets its revision from it
+// (nextRevision).
+func replaceRows(news, old, kept []WindowRow, bump bool) []WindowRow {
+	if !slices.IsSortedFunc(old, compareRows) { // a file tidemark did not write
+		sortWindowRows(old)
+	}
+	j := 0
+	for i := range old {
+		for j < len(news) && compareRows(news[j], old[i]) < 0 {
+			j++
+		}
+		if j < len(news) && compareRows(news[j], old[i]) == 0 {
+			if bump {
+				news[j].Revision = nextRevision(&old[i], &news[j])
+			}
+			continue
+		}
+		kept = append(kept, old[i])
+	}
+	return kept
+}
+
+// mergeSorted returns news and kept (disjoint keys) as one slice sorted by
+// window and key; news is sorted, kept sorted per file it came from.
+func mergeSorted(news, kept []WindowRow) []WindowRow {
+	if len(kept) == 0 {
+		return news
+	}
+	if !slices.IsSortedFunc(kept, compareRows) {
+		sortWindowRows(kept)
+	}
+	out := make([]WindowRow, 0, len(news)+len(kept))
+	i, j := 0, 0
+	for i < len(news) && j < len(kept) {
+		if compareRows(news[i], kept[j]) < 0 {
+			out = append(out, news[i])
+			i++
+		} else {
+			out = append(out, kept[j])
+			j++
+		}
+	}
+	out = append(out, news[i:]...)
+	return append(out, kept[j:]...)
 }
 
 // writeWindowRows writes rows (all of the partition pv) as one file of the

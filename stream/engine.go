@@ -242,7 +242,9 @@ func (e *Engine) Drain() BatchResult {
 
 // finish sorts the emitted windows and fills in the state figures.
 func (e *Engine) finish(res *BatchResult) {
-	slices.SortFunc(res.Emitted, tidemark.CompareResults)
+	if !slices.IsSortedFunc(res.Emitted, tidemark.CompareResults) {
+		slices.SortFunc(res.Emitted, tidemark.CompareResults)
+	}
 	res.Watermark, res.HasWatermark = e.w, e.hasW
 	res.OpenWindows = e.index.Len()
 	res.StateBytes = e.stateBytes()
@@ -479,10 +481,23 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 	if e.disk != nil {
 		out = e.closeDisk(w-size, out, emit)
 	}
+	if emit {
+		more := 0
+		for i := 0; i < len(e.buckets) && e.buckets[i].start <= w-size; i++ {
+			more += len(e.buckets[i].slots)
+		}
+		out = slices.Grow(out, more)
+	}
 	n := 0
+	var order []keyOrder
 	for ; n < len(e.buckets) && e.buckets[n].start <= w-size; n++ {
 		b := &e.buckets[n]
 		win := tidemark.Window{Start: b.start, End: b.start + size}
+		if emit {
+			// Emitted in key order, window after window: finish then
+			// finds the output sorted rather than sorting its results.
+			order = e.sortSlots(b.slots, order)
+		}
 		for _, idx := range b.slots {
 			s := &e.slots[idx]
 			if emit {

@@ -30,6 +30,9 @@ type Changes struct {
 // (every window is closed).
 func (e *Engine) Changes() *Changes {
 	c := &Changes{Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil)}
+	if len(e.changed) > 0 {
+		c.Upserts = make([]tidemark.Result, 0, len(e.changed))
+	}
 	size := e.cfg.Window.Size
 	for _, ch := range e.changed {
 		if e.closes(ch.start) {
@@ -41,6 +44,9 @@ func (e *Engine) Changes() *Changes {
 			Key:    e.keys[s.key].key,
 			Agg:    s.agg,
 		})
+	}
+	if len(c.Upserts) == 0 {
+		c.Upserts = nil // every changed pair closed
 	}
 	return c
 }

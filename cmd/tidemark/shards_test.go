@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,46 +163,103 @@ func openTestLakeEnv(t *testing.T, loc string, srv *storetest.Server) *lake.Lake
 func TestShardKill9(t *testing.T) {
 	lakeDir := filepath.Join(t.TempDir(), "lake")
 	files, lines := writeHostFiles(t, 2, 3000)
-	args := func(h int) []string {
-		return []string{"stream", "--name", fmt.Sprintf("host-%d", h), "--source", files[h], "--key", "page", "--value", "value",
-			"--window", "1m", "--lateness", "1m", "--max-batch-rows", "7", "--once", "--drain", "--lake", lakeDir, "--progress", "/dev/null"}
+	args := hostArgs(files, lakeDir, "7")
+	killBeside(t, args(1), args(0), 6, rand.New(rand.NewPCG(9, 9)), 100, 500)
+	checkShardedLake(t, openTestLake(t, lakeDir), lines)
+}
+
+// TestShardHandOverKill9: host-0 writes the lake alone (window rows
+// straight into window_results, no window_partials) and keeps writing while
+// host-1 starts, is killed with SIGKILL early in its run (where it hands the
+// lake over to window_partials) several times, and finishes: every line
+// once, and window_results and the partials both hold every accepted row
+// once.
+func TestShardHandOverKill9(t *testing.T) {
+	lakeDir := filepath.Join(t.TempDir(), "lake")
+	files, lines := writeHostFiles(t, 2, 1200)
+	args := hostArgs(files, lakeDir, "10")
+	// host-0 first reads the first half of its file alone (no drain), then
+	// the rest, appended, while host-1 starts.
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
 	}
+	half := strings.IndexByte(string(data[len(data)/2:]), '\n') + len(data)/2 + 1
+	if err := os.WriteFile(files[0], data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := run(t, slices.DeleteFunc(args(0), func(a string) bool { return a == "--drain" })...); code != 0 {
+		t.Fatalf("host-0 alone: exit %d\n%s", code, stderr)
+	}
+	lk := openTestLake(t, lakeDir)
+	if parts, err := lk.Partials(context.Background(), lake.AllFrom, lake.AllTo, 0); err != nil || len(parts) != 0 {
+		t.Fatalf("a lone stream wrote %d window_partials rows (%v), want none", len(parts), err)
+	}
+	f, err := os.OpenFile(files[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data[half:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// host-0 again: it commits solo until host-1's hand-over, then as a shard.
+	killBeside(t, args(0), args(1), 3, rand.New(rand.NewPCG(4, 2)), 30, 300)
+	checkShardedLake(t, openTestLake(t, lakeDir), lines)
+}
+
+// hostArgs returns the arguments of host h's `stream --once --drain` over
+// its file into lakeDir, maxBatch rows a batch.
+func hostArgs(files []string, lakeDir, maxBatch string) func(h int) []string {
+	return func(h int) []string {
+		return []string{"stream", "--name", fmt.Sprintf("host-%d", h), "--source", files[h], "--key", "page", "--value", "value",
+			"--window", "1m", "--lateness", "1m", "--max-batch-rows", maxBatch, "--once", "--drain", "--lake", lakeDir, "--progress", "/dev/null"}
+	}
+}
+
+// killBeside runs the stream steady to its end while it starts the stream
+// victim n times, killing each run with SIGKILL after a random lo to
+// lo+spread milliseconds, then runs victim to its end; at least one run
+// must have died by the signal (one that finished first must not have
+// failed).
+func killBeside(t *testing.T, steady, victim []string, n int, rng *rand.Rand, lo, spread int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, stderr, code := run(t, args(1)...); code != 0 {
-			t.Errorf("host-1: exit %d\n%s", code, stderr)
+		if _, stderr, code := run(t, steady...); code != 0 {
+			t.Errorf("%v: exit %d\n%s", steady, code, stderr)
 		}
 	}()
-	rng := rand.New(rand.NewPCG(9, 9))
 	kills := 0
-	for range 6 {
-		cmd := exec.Command(binary, args(0)...)
+	for range n {
+		cmd := exec.Command(binary, victim...)
 		cmd.Dir = repoRoot(t)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond)
+		time.Sleep(time.Duration(lo+rng.IntN(spread)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			kills++
 		} else if strings.Contains(stderr.String(), "level=ERROR") {
-			t.Fatalf("host-0 failed before the kill:\n%s", stderr.String())
+			t.Fatalf("%v failed before the kill:\n%s", victim, stderr.String())
 		}
 	}
-	if _, stderr, code := run(t, args(0)...); code != 0 {
-		t.Fatalf("host-0 final run: exit %d\n%s", code, stderr)
+	if _, stderr, code := run(t, victim...); code != 0 {
+		t.Fatalf("%v final run: exit %d\n%s", victim, code, stderr)
 	}
 	wg.Wait()
-	t.Logf("host-0 survived %d kill -9s", kills)
+	t.Logf("%v survived %d kill -9s", victim[:3], kills)
 	if kills == 0 {
-		t.Fatal("no run of host-0 was killed; the test proved nothing")
+		t.Fatal("no run was killed; the test proved nothing")
 	}
-	checkShardedLake(t, openTestLake(t, lakeDir), lines)
 }
 
 // TestShardIdleFlag: --shard-idle decides which shard `tidemark shards`
