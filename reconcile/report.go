@@ -14,6 +14,9 @@ import (
 type Report struct {
 	RunID  string `json:"run_id"`
 	DryRun bool   `json:"dry_run"`
+	// Sessions: the lake holds session windows; the windows_* counts are
+	// of (session, key) rows.
+	Sessions bool `json:"sessions,omitempty"`
 
 	// Counts of (window, key) aggregates.
 	Checked   int64 `json:"windows_checked"`
@@ -113,7 +116,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		mode = " (dry run: nothing written)"
 	}
 	fmt.Fprintf(w, "reconcile %s%s\n", r.RunID, mode)
-	fmt.Fprintf(w, "  windows checked    %d\n", r.Checked)
+	if r.Sessions {
+		fmt.Fprintf(w, "  sessions checked   %d\n", r.Checked)
+	} else {
+		fmt.Fprintf(w, "  windows checked    %d\n", r.Checked)
+	}
 	fmt.Fprintf(w, "  corrected          %d\n", r.Corrected)
 	fmt.Fprintf(w, "  inserted           %d\n", r.Inserted)
 	fmt.Fprintf(w, "  unchanged          %d\n", r.Unchanged)
