@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -219,28 +217,6 @@ func TestSessionReconcileDeferred(t *testing.T) {
 	}
 }
 
-// logFailingStore fails the first reconcile_log commit carrying the run's
-// corrections: window_results has the merged sessions, the log does not (a
-// crash between the two commits).
-type logFailingStore struct {
-	store.Store
-	mu     sync.Mutex
-	failed bool
-}
-
-func (f *logFailingStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	f.mu.Lock()
-	fail := !f.failed && strings.HasPrefix(key, "reconcile_log/_delta_log/") && bytes.Contains(data, []byte(`"appId":"`+reconcile.AppRun+`"`))
-	if fail {
-		f.failed = true
-	}
-	f.mu.Unlock()
-	if fail {
-		return errors.New("injected crash between the commits")
-	}
-	return f.Store.PutIfAbsent(ctx, key, data)
-}
-
 // TestSessionReconcileCrashBetweenCommits: a run that dies after the
 // window_results commit leaves exact, non-overlapping sessions; the next
 // run finds nothing to change.
@@ -250,7 +226,7 @@ func TestSessionReconcileCrashBetweenCommits(t *testing.T) {
 	for i, ts := range []int64{at(10, 0), at(10, 3), at(10, 11), at(10, 7), at(11, 0)} {
 		s.process([]tidemark.Record{rec(i, ts, "u1", float64(i+1))})
 	}
-	fs := &logFailingStore{Store: tl.st}
+	fs := &failingStore{Store: tl.st, table: "reconcile_log"} // window_results is committed
 	if _, err := reconcile.Run(context.Background(), reconcile.Config{Store: fs, Clock: fixedClock}); err == nil || !strings.Contains(err.Error(), "injected crash") {
 		t.Fatalf("got %v, want the injected failure", err)
 	}
