@@ -68,7 +68,7 @@ func (r *run) sessions(ctx context.Context, p *priorRuns, rawTo int64, hasW bool
 		return err
 	}
 	r.log.Info("reconcile plan", "sessions", len(rows), "stored", len(stored))
-	plan := batch.PlanSessions(stored, rows, r.w, sameAgg, r.clock().UnixMicro())
+	plan := batch.PlanSessions(stored, rows, gap.Microseconds(), r.w, sameAgg, r.clock().UnixMicro())
 	r.report(plan, len(rows))
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(1, 1)
