@@ -111,16 +111,18 @@ type sessionID struct {
 }
 
 // openAtLastRun returns the event time from which late rows may lie in a
-// session the last run deferred (it ended after that run's watermark W):
-// such a session holds a late row less than a gap before W, or one that
+// session the last run deferred. One that ended after that run's
+// watermark W holds a late row less than a gap before W, or one that
 // bridged into a session the stream held open at W and has emitted since
 // (a row of window_results ending after W), so less than a gap before that
-// session's start. Nothing earlier can be in one.
+// session's start. One deferred because a late row extended it less than
+// a gap before W (batch.SessionPlan.Deferred) ends with that late row,
+// less than two gaps before W. Nothing earlier can be in one.
 func (r *run) openAtLastRun(ctx context.Context, p *priorRuns, gap time.Duration) (int64, error) {
 	if !p.hasWM {
 		return lake.AllFrom, nil
 	}
-	from := tidemark.SubSat(p.wm, gap.Microseconds())
+	from := tidemark.SubSat(p.wm, 2*gap.Microseconds())
 	first, ok, err := r.lk.FirstStartEndingAfter(ctx, p.wm)
 	if err != nil {
 		return 0, fmt.Errorf("find the sessions open at the last run: %w", err)
