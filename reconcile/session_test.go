@@ -327,7 +327,7 @@ func refSessions(gap int64, recs []tidemark.Record) map[tidemark.Key][]tidemark.
 // the stream's may still be touched by a row the window rule accepts).
 func TestSessionContract(t *testing.T) {
 	ctx := context.Background()
-	iters := 12
+	iters := 8
 	if testing.Short() {
 		iters = 4
 	}
