@@ -241,11 +241,15 @@ func hourFloor(t int64) int64 {
 type LateSessionQuery struct {
 	Gap          time.Duration
 	SinceVersion int64 // 0: every late row
-	Version      int64 // the raw_events version to read; <= 0 means the latest
+	// From, when not 0, keeps only the late rows at or after this event
+	// time (µs): reconcile's second look at the sessions still open at its
+	// previous run.
+	From    int64
+	Version int64 // the raw_events version to read; <= 0 means the latest
 }
 
 // LateSessions returns the exact sessions (as Sessionize computes them)
-// that hold a late row committed after q.SinceVersion: the sessions a
+// that hold a late row committed after q.SinceVersion (at or after q.From): the sessions a
 // reconcile run has to check, each whole. It reads the late rows' event
 // times and keys from the new files, then sessionizes only those keys
 // over the late rows' range (widening as Sessionize does).
@@ -258,6 +262,9 @@ func LateSessions(ctx context.Context, lk *lake.Lake, q LateSessionQuery) ([]Row
 	lo, hi := tidemark.MaxTime, tidemark.MinTime
 	rq := lake.RawQuery{From: lake.AllFrom, To: lake.AllTo, Columns: []string{lake.ColEventTime, lake.ColKey},
 		Status: "late", MinCommitVersion: q.SinceVersion, Version: layout.Version}
+	if q.From != 0 {
+		rq.From = q.From
+	}
 	err = lk.ScanRaw(ctx, rq, func(b lake.RawBatch) error {
 		for i := range b.N {
 			t := b.EventTime[i]

@@ -20,7 +20,11 @@ type SessionPlan struct {
 	Unchanged int
 	// Deferred are exact sessions that differ from what is stored but end
 	// after the watermark: the stream may still hold an open session
-	// inside them, so they are left for a run after it closes.
+	// inside them, so they are left for a run after it closes. So are
+	// those that end past every stored session they cover (a late row
+	// extended them) less than a gap before the watermark: under the
+	// window rule the stream may still take a row there, after its last
+	// session of the key, and emit a session overlapping them.
 	Deferred []Row
 	// Orphans are stored sessions that overlap no exact session of their
 	// key (their raw rows are gone): reported, not touched.
@@ -49,15 +53,17 @@ type SessionLogRow struct {
 }
 
 // PlanSessions compares stored sessions (window_results rows) with exact
-// ones (Sessionize) and says what to write. stored must hold every stored
-// row of the keys overlapping the exact sessions; exact sessions ending
-// after watermark (the stream's W) are never written. same decides when an
+// ones (Sessionize, with gap in µs) and says what to write. stored must
+// hold every stored row of the keys overlapping the exact sessions; exact
+// sessions ending after watermark (the stream's W) are never written, nor
+// those ending past the stored sessions they cover within a gap of it (see
+// SessionPlan.Deferred). same decides when an
 // aggregate is unchanged (reconcile passes its own comparison, tolerant
 // of sum rounding); now stamps computed_at.
 //
 // A second plan over the result of the first changes nothing: each exact
 // session is then stored once, as it is.
-func PlanSessions(stored []lake.WindowRow, exact []Row, watermark int64, same func(a, b tidemark.Agg) bool, now int64) SessionPlan {
+func PlanSessions(stored []lake.WindowRow, exact []Row, gap, watermark int64, same func(a, b tidemark.Agg) bool, now int64) SessionPlan {
 	var p SessionPlan
 	byKey := map[tidemark.Key][]lake.WindowRow{}
 	for _, r := range stored {
@@ -84,7 +90,7 @@ func PlanSessions(stored []lake.WindowRow, exact []Row, watermark int64, same fu
 			p.Unchanged++
 			continue
 		}
-		if e.Window.End > watermark {
+		if e.Window.End > watermark || (!endsAtStored(e, covered) && tidemark.AddSat(e.Window.End, gap) > watermark) {
 			p.Deferred = append(p.Deferred, *e)
 			continue
 		}
@@ -99,6 +105,18 @@ func PlanSessions(stored []lake.WindowRow, exact []Row, watermark int64, same fu
 	}
 	slices.SortFunc(p.Orphans, func(a, b lake.WindowRow) int { return tidemark.CompareResults(a.Result, b.Result) })
 	return p
+}
+
+// endsAtStored reports whether e ends where one of the stored sessions it
+// covers ends: the stream then knows that end (a row before it is late
+// under either rule), so nothing it emits later can overlap e.
+func endsAtStored(e *Row, covered []lake.WindowRow) bool {
+	for _, s := range covered {
+		if s.Window.End == e.Window.End {
+			return true
+		}
+	}
+	return false
 }
 
 // correction builds the row and log of one exact session replacing covered.

@@ -229,7 +229,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		TableRawEvents:     rawEventsTable(cfg.Keys, cfg.ValueField != "").withPayload(cfg.PayloadCodec),
 		TableQuarantine:    quarantineTable().withPayload(cfg.PayloadCodec),
 		TableWindowResults: windowResultsTable(cfg.Keys),
-		TableReconcileLog:  reconcileLogTable(cfg.Keys),
+		TableReconcileLog:  reconcileLogTable(cfg.Keys, cfg.SessionGap > 0),
 		// window_partials: see shard.go.
 		TableWindowPartials: windowPartialsTable(cfg.Keys),
 	}

@@ -262,7 +262,17 @@ func windowPartialsTable(keys []string) *table {
 const colShard = "tidemark_shard"
 
 // reconcileLogTable is unpartitioned: one small row per corrected window.
-func reconcileLogTable(keys []string) *table {
+// A session lake's has replaced_start and replaced_end too: the stored
+// session a correction replaced (null when none was stored), so that a
+// late row that merged n emitted sessions shows as n rows naming them.
+func reconcileLogTable(keys []string, sessions bool) *table {
+	var replaced []column
+	if sessions {
+		replaced = []column{
+			{name: ColReplacedStart, kind: kindTimestamp, optional: true},
+			{name: ColReplacedEnd, kind: kindTimestamp, optional: true},
+		}
+	}
 	return newTable(TableReconcileLog, nil, cat(
 		[]column{
 			{name: "run_id", kind: kindString},
@@ -282,6 +292,7 @@ func reconcileLogTable(keys []string) *table {
 			{name: "late_rows", kind: kindLong},
 			{name: "corrected_at", kind: kindTimestamp},
 		},
+		replaced,
 	)...)
 }
 
@@ -293,7 +304,7 @@ const badNameChars = " ,;{}()\n\t="
 // tables, partition columns included, to its name.
 var ownColumns = func() map[string]string {
 	own := map[string]string{}
-	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil), windowPartialsTable(nil)} {
+	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil, true), windowPartialsTable(nil)} {
 		for _, c := range t.cols {
 			own[strings.ToLower(c.name)] = c.name
 		}

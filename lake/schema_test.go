@@ -65,7 +65,7 @@ func FuzzCheckKeys(f *testing.F) {
 			}
 			return
 		}
-		for _, tb := range []*table{rawEventsTable(keys, true), windowResultsTable(keys), reconcileLogTable(keys)} {
+		for _, tb := range []*table{rawEventsTable(keys, true), windowResultsTable(keys), reconcileLogTable(keys, true)} {
 			seen := map[string]bool{}
 			for _, name := range append(colNames(tb), tb.partCols...) {
 				if name == "" || strings.ContainsAny(name, badNameChars) {
@@ -106,7 +106,7 @@ func TestOpenChecksKeys(t *testing.T) {
 	old := &Lake{st: st, cfg: cfg, clock: clock.Now, tables: map[string]*handle{}}
 	old.cfg.Window.Slide = old.cfg.Window.Size
 	defs := map[string]*table{TableRawEvents: rawEventsTable(cfg.Keys, true), TableQuarantine: quarantineTable(),
-		TableWindowResults: windowResultsTable(cfg.Keys), TableReconcileLog: reconcileLogTable(cfg.Keys)}
+		TableWindowResults: windowResultsTable(cfg.Keys), TableReconcileLog: reconcileLogTable(cfg.Keys, false)}
 	for _, name := range tableNames {
 		if defs[name] == nil {
 			continue // window_partials came later; Open creates it

@@ -22,6 +22,9 @@ type ReconcileRow struct {
 	New         tidemark.Agg
 	LateRows    int64 // late rows found in the window
 	CorrectedAt int64 // µs
+	// Replaced is the stored session a session lake's correction replaced
+	// (see UpsertSessions); nil otherwise.
+	Replaced *tidemark.Window
 }
 
 // Upsert replaces (or inserts) rows in window_results by window key, then
@@ -270,6 +273,7 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 		w.optDouble(t.col("new_max"), r.New.Max, r.New.Values > 0)
 		w.long(t.col("late_rows"), r.LateRows)
 		w.long(t.col("corrected_at"), r.CorrectedAt)
+		writeReplaced(w, t, r)
 		if err := w.endRow(); err != nil {
 			w.abort()
 			return addFile{}, err

@@ -48,23 +48,7 @@ func TestContract(t *testing.T) {
 			}
 			tl := newTestLake(t, spec)
 			n := 50 + rng.IntN(300)
-			recs := make([]tidemark.Record, n)
-			base := t0.UnixMicro()
-			for i := range recs {
-				// Mostly advancing event times with random disorder up to
-				// 15 minutes, some values missing, a few keys.
-				ev := base + int64(i)*int64(rng.IntN(40))*second - int64(rng.IntN(15*60))*second
-				ev -= ev % second
-				recs[i] = rec(i, ev, fmt.Sprintf("k%d", rng.IntN(3)), float64(rng.IntN(1000))/4)
-				if rng.IntN(7) == 0 {
-					recs[i].HasValue, recs[i].Value = false, 0
-				}
-			}
-			// A few swaps of arrival order.
-			for range n / 10 {
-				i, j := rng.IntN(n), rng.IntN(n)
-				recs[i], recs[j] = recs[j], recs[i]
-			}
+			recs := randomRecords(rng, n, t0.UnixMicro(), 40, 15*60)
 			var w int64 = tidemark.MinTime
 			var lateSeen int64
 			batchID := int64(0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,27 @@ func rec(i int, eventUs int64, key string, v float64) tidemark.Record {
 		EventTime: eventUs, Arrival: eventUs, Key: tidemark.MakeKey(tidemark.KeyPart{Value: key}),
 		Value: v, HasValue: true,
 	}
+}
+
+// randomRecords makes n records in arrival order: event times from base
+// mostly advancing (record i at up to i*step seconds) with random disorder
+// up to disorder seconds, whole seconds, keys k0-k2, a seventh without a
+// value, and n/10 random swaps of arrival order.
+func randomRecords(rng *rand.Rand, n int, base int64, step, disorder int) []tidemark.Record {
+	recs := make([]tidemark.Record, n)
+	for i := range recs {
+		ev := base + int64(i)*int64(rng.IntN(step))*second - int64(rng.IntN(disorder))*second
+		ev -= ev % second
+		recs[i] = rec(i, ev, fmt.Sprintf("k%d", rng.IntN(3)), float64(rng.IntN(1000))/4)
+		if rng.IntN(7) == 0 {
+			recs[i].HasValue, recs[i].Value = false, 0
+		}
+	}
+	for range n / 10 {
+		i, j := rng.IntN(n), rng.IntN(n)
+		recs[i], recs[j] = recs[j], recs[i]
+	}
+	return recs
 }
 
 // streamRows turns emitted results into the window rows the stream writes.

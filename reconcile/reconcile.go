@@ -73,9 +73,6 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
-	if g := lk.Config().SessionGap; g > 0 {
-		return nil, fmt.Errorf("reconcile: lake %s holds session windows (--session-gap %s), and reconcile corrects tumbling and sliding windows only; nothing was changed (`tidemark sessions --lake ...` prints the exact sessions)", m, time.Duration(g)*time.Microsecond)
-	}
 	r := &run{cfg: cfg, lk: lk, rep: rep, log: log, clock: clock, spec: lk.Config().Window, hasValue: lk.Config().ValueField != ""}
 	if err := r.do(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,17 +210,19 @@ func TestConcurrentRunsOneWins(t *testing.T) {
 	}
 }
 
-// failingStore fails the first PutIfAbsent of a window_results commit: the
-// data files are written, the commit is not (a crash between the two).
+// failingStore fails the first PutIfAbsent of a run's commit to table
+// (window_results when empty): the data files are written, the commit is
+// not (a crash before it).
 type failingStore struct {
 	store.Store
+	table  string
 	mu     sync.Mutex
 	failed bool
 }
 
 func (f *failingStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	f.mu.Lock()
-	fail := !f.failed && strings.HasPrefix(key, "window_results/_delta_log/") && bytes.Contains(data, []byte(reconcile.AppRun))
+	fail := !f.failed && strings.HasPrefix(key, cmp.Or(f.table, "window_results")+"/_delta_log/") && bytes.Contains(data, []byte(`"appId":"`+reconcile.AppRun+`"`))
 	if fail {
 		f.failed = true
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"tidemark"
@@ -13,6 +14,9 @@ import (
 type Report struct {
 	RunID  string `json:"run_id"`
 	DryRun bool   `json:"dry_run"`
+	// Sessions: the lake holds session windows; the windows_* counts are
+	// of (session, key) rows.
+	Sessions bool `json:"sessions,omitempty"`
 
 	// Counts of (window, key) aggregates.
 	Checked   int64 `json:"windows_checked"`
@@ -25,6 +29,12 @@ type Report struct {
 	// Orphans are window_results rows without a single raw row (raw data
 	// deleted?); reconcile cannot delete them and only reports them.
 	Orphans int64 `json:"windows_orphaned"`
+	// Merged counts, on a session lake, the stored sessions that late rows
+	// bridged: each was removed and replaced by the one exact session it
+	// merged into with others. Merges lists the first of those exact
+	// sessions (at most 20; reconcile_log names every one).
+	Merged int64   `json:"sessions_merged,omitempty"`
+	Merges []Merge `json:"merges,omitempty"`
 
 	LateRowsAbsorbed int64 `json:"late_rows_absorbed"`
 
@@ -47,6 +57,33 @@ type Report struct {
 	BytesRead      int64 `json:"bytes_read"`
 
 	Duration time.Duration `json:"duration_ns"`
+}
+
+// Merge is one exact session written in place of several stored ones.
+type Merge struct {
+	Window   tidemark.Window
+	Key      tidemark.Key
+	Replaced []tidemark.Window
+}
+
+// MarshalJSON renders the sessions and key readably.
+func (m Merge) MarshalJSON() ([]byte, error) {
+	type window struct {
+		Start string `json:"window_start"`
+		End   string `json:"window_end"`
+	}
+	w := func(x tidemark.Window) window {
+		return window{tidemark.FormatTime(x.Start), tidemark.FormatTime(x.End)}
+	}
+	out := struct {
+		window
+		Key      string   `json:"key"`
+		Replaced []window `json:"replaced"`
+	}{window: w(m.Window), Key: m.Key.String()}
+	for _, x := range m.Replaced {
+		out.Replaced = append(out.Replaced, w(x))
+	}
+	return json.Marshal(out)
 }
 
 // Change is how a correction moved one window's value (the report's
@@ -79,7 +116,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		mode = " (dry run: nothing written)"
 	}
 	fmt.Fprintf(w, "reconcile %s%s\n", r.RunID, mode)
-	fmt.Fprintf(w, "  windows checked    %d\n", r.Checked)
+	if r.Sessions {
+		fmt.Fprintf(w, "  sessions checked   %d\n", r.Checked)
+	} else {
+		fmt.Fprintf(w, "  windows checked    %d\n", r.Checked)
+	}
 	fmt.Fprintf(w, "  corrected          %d\n", r.Corrected)
 	fmt.Fprintf(w, "  inserted           %d\n", r.Inserted)
 	fmt.Fprintf(w, "  unchanged          %d\n", r.Unchanged)
@@ -88,6 +129,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.Orphans > 0 {
 		fmt.Fprintf(w, "  orphaned           %d\n", r.Orphans)
+	}
+	if r.Merged > 0 {
+		fmt.Fprintf(w, "  sessions merged    %d\n", r.Merged)
+		for _, m := range r.Merges {
+			parts := make([]string, len(m.Replaced))
+			for i, x := range m.Replaced {
+				parts[i] = x.String()
+			}
+			fmt.Fprintf(w, "    %s <- %s (key %s)\n", m.Window, strings.Join(parts, " + "), m.Key)
+		}
+		if len(r.Merges) == maxMerges {
+			fmt.Fprintf(w, "    ... (reconcile_log names every merge)\n")
+		}
 	}
 	fmt.Fprintf(w, "  late rows absorbed %d\n", r.LateRowsAbsorbed)
 	for _, d := range []struct {

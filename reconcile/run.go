@@ -58,6 +58,9 @@ func (r *run) do(ctx context.Context) error {
 	r.rep.RawFrom, r.rep.RawTo, r.rep.Watermark = p.raw, rawTo, w
 	r.log.Info("reconcile start", "run_id", r.rep.RunID, "raw_version_from", p.raw, "raw_version_to", rawTo,
 		"watermark", tidemark.FormatTime(w), "dry_run", r.cfg.DryRun)
+	if r.lk.Config().SessionGap > 0 {
+		return r.sessions(ctx, p, rawTo, hasW) // see session.go
+	}
 
 	late, err := r.lateWindows(ctx, p, rawTo)
 	if err != nil {

@@ -33,3 +33,11 @@ go run ./scripts/gen -events "${INTEROP_EVENTS:-20000}" -seed 7 -files 4 -rate 2
 "$work/tidemark" compact --lake "$work/lake" --table raw_events
 "$work/tidemark" tables --lake "$work/lake"
 "$work/duck" interop -lake "$work/lake" -input "$work/in" -check-files -version "$version" -min-checkpoints 2
+
+# A session lake: reconcile merges the stream sessions late rows bridged,
+# removing rows of window_results and writing reconcile_log's
+# replaced_start/replaced_end; DuckDB reads every table of it.
+"$work/tidemark" stream --source "$work/in" --key page --value value --arrival-field arrival_time \
+  --session-gap 30s --lateness 1s --max-batch-rows 900 --once --drain --lake "$work/sessions"
+"$work/tidemark" reconcile --lake "$work/sessions"
+"$work/duck" interop -lake "$work/sessions" -input "$work/in" -check-files -version "$version"

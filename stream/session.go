@@ -259,6 +259,17 @@ func (e *SessionEngine) resetChanged() {
 // joins it, and the union replaces them.
 func (e *SessionEngine) merge(k *sessionKey, s tidemark.Session) {
 	n := len(k.open)
+	if n > 0 {
+		// The common case: the row falls inside the key's last session, so
+		// it overlaps that one only and extends it. Its end grows, which
+		// never makes the key due sooner: no heap work.
+		if last := &k.open[n-1]; s.Window.Start >= last.Window.Start && s.Window.Start < last.Window.End {
+			last.Window.End = max(last.Window.End, s.Window.End)
+			last.Agg.Merge(s.Agg)
+			last.Late += s.Late
+			return
+		}
+	}
 	var i int
 	k.open, i = tidemark.InsertSession(k.open, s)
 	e.open += len(k.open) - n

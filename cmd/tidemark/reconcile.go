@@ -20,7 +20,11 @@ func reconcileCommand() *cli.Command {
 		Description: "Finds the windows holding late rows committed since the previous run (plus, with\n" +
 			"--since or --from/--to, every closed window in that range), recomputes them exactly from\n" +
 			"raw_events and upserts the ones that differ (origin=batch, revision+1), logging each in\n" +
-			"reconcile_log. Exit status: 0 done, 1 failed, 3 another run holds the lock.",
+			"reconcile_log. On a session lake (--session-gap) it recomputes the whole sessions around\n" +
+			"those late rows and replaces every stored session an exact one covers, merging the ones a\n" +
+			"late row bridged, with a reconcile_log row per replaced session (replaced_start,\n" +
+			"replaced_end); sessions still open at the stream's watermark are left to the stream.\n" +
+			"Exit status: 0 done, 1 failed, 3 another run holds the lock.",
 		Flags: append(append(lakeFlags(),
 			&cli.DurationFlag{Name: "since", Usage: "also check every closed window that started in the last D, e.g. 72h", EnvVars: env("since")},
 			&cli.StringFlag{Name: "from", Usage: "also check every closed window starting at or after this time (RFC 3339 or YYYY-MM-DD, UTC); with --to", EnvVars: env("from")},

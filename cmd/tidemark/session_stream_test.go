@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +15,24 @@ import (
 // through the built binary with `stream --session-gap 5m` (lateness 0, one
 // row per batch; 10:00, 10:03, 10:11, then the late 10:07), under both late
 // rules, with and without --drain: --print and window_results carry
-// [10:00,10:08) (and, drained, [10:11,10:16)), 10:07 is late, and
-// recompute on the session lake gives the one exact session 10:07 bridges.
+// [10:00,10:08) (and, drained, [10:11,10:16)), 10:07 is late, recompute on
+// the session lake gives the one exact session 10:07 bridges, and
+// reconcile merges the two stream sessions into it (without --drain once
+// a later row has closed [10:11,10:16); before that it leaves the open
+// session to the stream), logging one reconcile_log row per replaced
+// session; a second reconcile changes nothing.
 func TestSessionStreamWalkthrough(t *testing.T) {
 	dir := t.TempDir()
-	src := walkthroughInput(t, dir)
 	first := `{"window_start":"2026-01-01T10:00:00Z","window_end":"2026-01-01T10:08:00Z","user":"u1","count":2,"sum":3,"min":1,"max":2,"final":true}` + "\n"
 	second := `{"window_start":"2026-01-01T10:11:00Z","window_end":"2026-01-01T10:16:00Z","user":"u1","count":1,"sum":3,"min":3,"max":3,"final":true}` + "\n"
 	for _, rule := range []string{"window", "event"} {
 		for _, drain := range []bool{false, true} {
 			lk := filepath.Join(dir, fmt.Sprintf("lake-%s-%v", rule, drain))
+			caseDir := filepath.Join(dir, fmt.Sprintf("src-%s-%v", rule, drain))
+			if err := os.MkdirAll(caseDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			src := walkthroughInput(t, caseDir)
 			args := []string{"stream", "--source", src, "--key", "user", "--value", "value", "--session-gap", "5m",
 				"--lateness", "0", "--late-rule", rule, "--max-batch-rows", "1", "--once", "--print", "--lake", lk}
 			if drain {
@@ -59,16 +68,82 @@ func TestSessionStreamWalkthrough(t *testing.T) {
 			if code != 0 || out != exact {
 				t.Errorf("%s drain=%v: recompute exit %d:\n%s%s\nwant\n%s", rule, drain, code, out, stderr, exact)
 			}
+			if !drain {
+				// W is 10:11: the exact session ends at 10:16, after W, so
+				// reconcile leaves it to the stream, which still holds
+				// [10:11,10:16) open.
+				out, stderr, code = run(t, "reconcile", "--lake", lk)
+				if code != 0 || !strings.Contains(out, "pending (open)     1") || strings.Contains(out, "merged") {
+					t.Errorf("%s: reconcile before the session closed: exit %d\n%s%s", rule, code, out, stderr)
+				}
+				if got := sessionRows(t, lk); got != rows {
+					t.Errorf("%s: window_results after the deferring reconcile:\n%s", rule, got)
+				}
+				// A later row (another user, 10:30) moves W past 10:16.
+				appendLine(t, src, `{"event_time":"2026-01-01T10:30:00Z","user":"u2","value":5}`)
+				out, stderr, code = run(t, args...)
+				if code != 0 || out != second {
+					t.Errorf("%s: the second stream run exit %d printed\n%s%s\nwant\n%s", rule, code, out, stderr, second)
+				}
+			}
+			out, stderr, code = run(t, "reconcile", "--lake", lk)
+			merge := "  sessions merged    2\n" +
+				"    [2026-01-01T10:00:00Z, 2026-01-01T10:16:00Z) <- [2026-01-01T10:00:00Z, 2026-01-01T10:08:00Z) + [2026-01-01T10:11:00Z, 2026-01-01T10:16:00Z) (key u1)\n"
+			if code != 0 || !strings.Contains(out, "  corrected          1\n") || !strings.Contains(out, merge) {
+				t.Errorf("%s drain=%v: reconcile exit %d, want the merge:\n%s%s", rule, drain, code, out, stderr)
+			}
+			if got, want := sessionRows(t, lk), "10:00-10:16 u1 n=4 s=10 final=true"; got != want {
+				t.Errorf("%s drain=%v: window_results after reconcile\n%s\nwant\n%s", rule, drain, got, want)
+			}
+			if got, want := reconcileLogText(t, lk), "10:00-10:16 u1 replaced 10:00-10:08 old n=2 new n=4 late 1\n"+
+				"10:00-10:16 u1 replaced 10:11-10:16 old n=1 new n=4 late 1"; got != want {
+				t.Errorf("%s drain=%v: reconcile_log\n%s\nwant\n%s", rule, drain, got, want)
+			}
+			out, stderr, code = run(t, "reconcile", "--lake", lk)
+			if code != 0 || !strings.Contains(out, "  corrected          0\n") || strings.Contains(out, "merged") {
+				t.Errorf("%s drain=%v: second reconcile exit %d, want no change:\n%s%s", rule, drain, code, out, stderr)
+			}
+			if got := reconcileLogText(t, lk); strings.Count(got, "\n") != 1 {
+				t.Errorf("%s drain=%v: reconcile_log after the second run\n%s", rule, drain, got)
+			}
 		}
 	}
-	// Reconcile does not yet correct sessions: it refuses, changing nothing.
-	lk := filepath.Join(dir, "lake-window-false")
-	if _, stderr, code := run(t, "reconcile", "--lake", lk); code == 0 || !strings.Contains(stderr, "holds session windows (--session-gap 5m0s)") {
-		t.Fatalf("reconcile on a session lake: exit %d\n%s", code, stderr)
+}
+
+// appendLine appends one line to the file at path.
+func appendLine(t *testing.T, path, line string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := sessionRows(t, lk); got != "10:00-10:08 u1 n=2 s=3 final=true" {
-		t.Fatalf("window_results after the refused reconcile:\n%s", got)
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
 	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reconcileLogText renders reconcile_log of a session lake as "session key
+// replaced session old new late" lines, sorted.
+func reconcileLogText(t *testing.T, loc string) string {
+	t.Helper()
+	rows, err := openTestLake(t, loc).ReconcileLog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm := func(us int64) string { return time.UnixMicro(us).UTC().Format("15:04") }
+	var out []string
+	for _, r := range rows {
+		line := fmt.Sprintf("%s-%s %s", hm(r.Window.Start), hm(r.Window.End), r.Key)
+		if r.Replaced != nil {
+			line += fmt.Sprintf(" replaced %s-%s old n=%d", hm(r.Replaced.Start), hm(r.Replaced.End), r.Old.Count)
+		}
+		out = append(out, line+fmt.Sprintf(" new n=%d late %d", r.New.Count, r.LateRows))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
 }
 
 // TestSessionStreamRefusals: the settings a session stream refuses, each
