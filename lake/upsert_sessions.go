@@ -85,6 +85,9 @@ func (l *Lake) replaceWindows(ctx context.Context, rows, removed []WindowRow, tx
 		drop[removed[i].id()] = true
 		note(&removed[i], false)
 	}
+	for _, p := range probe {
+		sortWindowRows(p) // mayHold searches them by window start
+	}
 	touched := slices.Sorted(maps.Keys(probe))
 	_, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
 		var written []addFile
