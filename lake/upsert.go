@@ -71,6 +71,10 @@ type mergeSpec struct {
 	bump bool
 	// check, if set, may refuse an attempt by the snapshot it is built on.
 	check func(snap *delta.Snapshot) error
+	// remove are rows to delete by window key (a session reconcile's
+	// replaced sessions); they may live in partitions no new row does, and
+	// a partition left with no row gets no new file.
+	remove []WindowRow
 }
 
 // fixedRows is a mergeSpec.rows that returns rows.
@@ -110,7 +114,7 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		parts := h.groupByPartition(rows)
+		parts := h.withRemovals(h.groupByPartition(rows), h.groupByPartition(m.remove))
 		if len(parts) == 0 && len(m.extra) == 0 && txn == nil {
 			return nil, nil, nil // nothing to record (a hand-over with nothing to copy)
 		}
@@ -121,12 +125,15 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 			var kept []WindowRow // old rows no new row replaces
 			for i := range snap.Files {
 				a := &snap.Files[i]
-				if !samePartition(a.PartitionValues, p.pv) || !l.mayHold(a, p.rows) {
+				if !samePartition(a.PartitionValues, p.pv) || !l.mayHold(a, p.probe()) {
 					continue
 				}
 				old, err := l.readWindowRows(ctx, h, a)
 				if err != nil {
 					return nil, written, err
+				}
+				if len(p.remove) > 0 {
+					old = replaceRows(p.remove, old, nil, false)
 				}
 				kept = replaceRows(p.rows, old, kept, m.bump)
 				actions = append(actions, delta.Action{Remove: &delta.Remove{
@@ -135,7 +142,11 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 				}})
 				removed++
 			}
-			f, err := l.writeWindowRows(ctx, h, mergeSorted(p.rows, kept), p.pv)
+			out := mergeSorted(p.rows, kept)
+			if len(out) == 0 {
+				continue // every row of the partition was removed
+			}
+			f, err := l.writeWindowRows(ctx, h, out, p.pv)
 			if err != nil {
 				return nil, written, err
 			}

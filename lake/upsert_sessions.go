@@ -2,10 +2,7 @@ package lake
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 
 	"tidemark"
@@ -32,7 +29,10 @@ func (l *Lake) UpsertSessions(ctx context.Context, rows, removed []WindowRow, ap
 	txn := &delta.Txn{AppID: appID, Version: version}
 	if len(rows) > 0 || len(removed) > 0 {
 		params := map[string]string{"predicate": "window_start, window_end, keys", "appId": appID, "version": strconv.FormatInt(version, 10)}
-		if err := l.replaceWindows(ctx, rows, removed, txn, params); err != nil {
+		// upsertWindows removes every file that may hold a new or a removed
+		// row and writes each touched partition's survivors and new rows.
+		m := mergeSpec{h: l.tables[TableWindowResults], rows: fixedRows(rows), remove: removed, txn: txn, op: "MERGE", params: params}
+		if _, err := l.upsertWindows(ctx, m); err != nil {
 			return fmt.Errorf("upsert sessions: %w", err)
 		}
 	}
@@ -53,114 +53,6 @@ func (l *Lake) UpsertSessions(ctx context.Context, rows, removed []WindowRow, ap
 	})
 	if err != nil {
 		return fmt.Errorf("upsert sessions: %w", err)
-	}
-	return nil
-}
-
-// replaceWindows is the copy-on-write commit of UpsertSessions: in every
-// window_results partition holding a new or a removed row, each file that
-// may hold one (by its window_start stats) is removed and one file with
-// its surviving rows and the partition's new rows is added (none when
-// nothing survives). Rows are matched by window id (start, end, key); a
-// new row replaces an equal id.
-func (l *Lake) replaceWindows(ctx context.Context, rows, removed []WindowRow, txn *delta.Txn, params map[string]string) error {
-	h := l.tables[TableWindowResults]
-	drop := make(map[windowID]bool, len(removed))
-	news := map[string][]WindowRow{}  // new rows by partition directory
-	probe := map[string][]WindowRow{} // new and removed rows, to judge files by
-	pvs := map[string]map[string]*string{}
-	note := func(r *WindowRow, add bool) {
-		pv := h.partition(r)
-		dir := h.partitionDir(pv)
-		pvs[dir] = pv
-		probe[dir] = append(probe[dir], *r)
-		if add {
-			news[dir] = append(news[dir], *r)
-		}
-	}
-	for i := range rows {
-		note(&rows[i], true)
-	}
-	for i := range removed {
-		drop[removed[i].id()] = true
-		note(&removed[i], false)
-	}
-	for _, p := range probe {
-		sortWindowRows(p) // mayHold searches them by window start
-	}
-	touched := slices.Sorted(maps.Keys(probe))
-	_, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
-		var written []addFile
-		if snap == nil {
-			return nil, nil, fmt.Errorf("table missing")
-		}
-		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
-			return nil, nil, nil
-		}
-		now := l.clock().UnixMilli()
-		var actions []delta.Action
-		var nremoved, nadded, outRows int64
-		for _, dir := range touched {
-			keep := slices.Clone(news[dir])
-			replaced := make(map[windowID]bool, len(keep))
-			for i := range keep {
-				replaced[keep[i].id()] = true
-			}
-			for i := range snap.Files {
-				a := &snap.Files[i]
-				if !samePartition(a.PartitionValues, pvs[dir]) || !l.mayHold(a, probe[dir]) {
-					continue
-				}
-				old, err := l.readWindowRows(ctx, h, a)
-				if err != nil {
-					return nil, written, err
-				}
-				for _, r := range old {
-					if id := r.id(); !replaced[id] && !drop[id] {
-						keep = append(keep, r)
-					}
-				}
-				actions = append(actions, delta.Action{Remove: &delta.Remove{
-					Path: a.Path, DeletionTimestamp: now, DataChange: true, ExtendedFileMetadata: true,
-					PartitionValues: a.PartitionValues, Size: a.Size, Stats: a.Stats,
-				}})
-				nremoved++
-			}
-			if len(keep) == 0 {
-				continue
-			}
-			sortWindowRows(keep)
-			f, err := l.writeWindowRows(ctx, h, keep, pvs[dir])
-			if err != nil {
-				return nil, written, err
-			}
-			written = append(written, f)
-			actions = append(actions, f.action(now, true))
-			nadded++
-			outRows += f.Rows
-		}
-		return &delta.Transaction{
-			Actions:             actions,
-			Operation:           "MERGE",
-			OperationParameters: params,
-			OperationMetrics: map[string]string{
-				"numTargetFilesRemoved": strconv.FormatInt(nremoved, 10),
-				"numTargetFilesAdded":   strconv.FormatInt(nadded, 10),
-				"numOutputRows":         strconv.FormatInt(outRows, 10),
-			},
-			Txn: txn,
-			ReadPredicate: func(pv map[string]*string) bool {
-				for _, dir := range touched {
-					if samePartition(pv, pvs[dir]) {
-						return true
-					}
-				}
-				return false
-			},
-		}, written, nil
-	})
-	if err != nil && !errors.Is(err, delta.ErrAlreadyCommitted) {
-		return fmt.Errorf("merge %s: %w", h.def.name, err)
 	}
 	return nil
 }

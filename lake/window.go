@@ -73,8 +73,39 @@ func compareRows(a, b WindowRow) int { return tidemark.CompareResults(a.Result, 
 // partRows are the rows to upsert into one partition of a window table,
 // sorted by window and key, one per key.
 type partRows struct {
-	pv   map[string]*string
-	rows []WindowRow
+	pv     map[string]*string
+	rows   []WindowRow
+	remove []WindowRow // rows to delete, sorted likewise (mergeSpec.remove)
+}
+
+// probe returns the rows a file must be able to hold to take part in the
+// upsert of p, sorted by window start: the new and the removed ones.
+func (p *partRows) probe() []WindowRow {
+	if len(p.remove) == 0 {
+		return p.rows
+	}
+	return mergeSorted(p.rows, p.remove)
+}
+
+// withRemovals joins the partitions of the rows to remove (grouped as
+// groupByPartition groups) to those of the new rows, in partition order.
+func (h *handle) withRemovals(parts, removals []partRows) []partRows {
+	if len(removals) == 0 {
+		return parts
+	}
+	byDir := make(map[string]int, len(parts))
+	for i := range parts {
+		byDir[h.partitionDir(parts[i].pv)] = i
+	}
+	for _, r := range removals {
+		if i, ok := byDir[h.partitionDir(r.pv)]; ok {
+			parts[i].remove = r.rows
+			continue
+		}
+		parts = append(parts, partRows{pv: r.pv, remove: r.rows})
+	}
+	slices.SortFunc(parts, func(a, b partRows) int { return strings.Compare(h.partitionDir(a.pv), h.partitionDir(b.pv)) })
+	return parts
 }
 
 // groupByPartition copies rows into their partitions of table h (by
