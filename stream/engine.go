@@ -75,9 +75,10 @@ const changedBit = 1 << 31
 func (s *slot) seq() uint32 { return s.seqf &^ (changedBit | diskBit) }
 
 type bucket struct {
-	start int64
-	seq   uint32
-	slots []int32
+	start  int64
+	seq    uint32
+	sorted int32 // the first sorted slots are in key order (sortSlots)
+	slots  []int32
 }
 
 type changedRef struct {
@@ -298,7 +299,8 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		return true
 	}
 	e.wins = e.cfg.Window.Assign(e.wins[:0], r.EventTime)
-	kid, known := e.keyIDs.get(e.keys, r.Key)
+	h := e.keyIDs.hash(r.Key)
+	kid, known := e.keyIDs.getHashed(e.keys, r.Key, h)
 	pos := 0
 	for _, win := range e.wins {
 		if e.hasW && win.End <= e.w {
@@ -315,7 +317,7 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		}
 		if !found {
 			if !known {
-				kid, known = e.internKey(r.Key), true
+				kid, known = e.newKey(r.Key, h), true
 			}
 			idx = e.newSlot(pos, win.Start, kid)
 			e.fetch(idx, win.Start, r.Key)
@@ -349,9 +351,15 @@ func (e *Engine) findBucket(start int64, hint int) (int, bool) {
 
 // internKey returns the id of key, making one.
 func (e *Engine) internKey(key tidemark.Key) int32 {
-	if id, ok := e.keyIDs.get(e.keys, key); ok {
+	h := e.keyIDs.hash(key)
+	if id, ok := e.keyIDs.getHashed(e.keys, key, h); ok {
 		return id
 	}
+	return e.newKey(key, h)
+}
+
+// newKey gives key, absent from the key table and hashed to h, an id.
+func (e *Engine) newKey(key tidemark.Key, h int) int32 {
 	var id int32
 	if n := len(e.freeKeys); n > 0 {
 		id = e.freeKeys[n-1]
@@ -361,7 +369,7 @@ func (e *Engine) internKey(key tidemark.Key) int32 {
 		e.keys = append(e.keys, keyEntry{})
 	}
 	e.keys[id] = keyEntry{key: key}
-	e.keyIDs.put(e.keys, key, id)
+	e.keyIDs.putHashed(e.keys, key, id, h)
 	e.keyBytes += int64(len(key))
 	return id
 }
@@ -488,6 +496,9 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 		}
 		out = slices.Grow(out, more)
 	}
+	// all: every open window closes (the drain), so the containers are
+	// emptied at once below rather than slot by slot.
+	all := e.disk == nil && len(e.buckets) > 0 && e.buckets[len(e.buckets)-1].start <= w-size
 	n := 0
 	var order []keyOrder
 	for ; n < len(e.buckets) && e.buckets[n].start <= w-size; n++ {
@@ -496,12 +507,15 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 		if emit {
 			// Emitted in key order, window after window: finish then
 			// finds the output sorted rather than sorting its results.
-			order = e.sortSlots(b.slots, order)
+			order = e.sortSlots(b, order)
 		}
 		for _, idx := range b.slots {
 			s := &e.slots[idx]
 			if emit {
 				out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
+			}
+			if all {
+				continue
 			}
 			if e.disk != nil {
 				if s.seqf&diskBit != 0 {
@@ -519,10 +533,24 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 		e.seqs = append(e.seqs, b.seq)
 	}
 	e.buckets = slices.Delete(e.buckets, 0, n)
-	if n > 0 {
+	if all {
+		e.clearOpen()
+	} else if n > 0 {
 		e.compact()
 	}
 	return out
+}
+
+// clearOpen empties a memory engine's slab and tables once every window
+// has closed, releasing them as compact would: the empty tables grow again
+// on the next put.
+func (e *Engine) clearOpen() {
+	e.slots, e.free = nil, nil
+	e.keys, e.freeKeys = nil, nil
+	e.spare = nil
+	e.keyIDs = keyTable{seed: e.keyIDs.seed}
+	e.index = slotTable{}
+	e.keyBytes = 0
 }
 
 // compactMin is the slab size below which compact never bothers.
