@@ -58,8 +58,9 @@ type Engine struct {
 }
 
 type keyEntry struct {
-	key  tidemark.Key
-	refs int32 // open slots holding the key
+	key    tidemark.Key
+	prefix uint64 // orderedPrefix(key): sortSlots orders by it without reading the key
+	refs   int32  // open slots holding the key
 }
 
 type slot struct {
@@ -368,7 +369,8 @@ func (e *Engine) newKey(key tidemark.Key, h int) int32 {
 		id = int32(len(e.keys))
 		e.keys = append(e.keys, keyEntry{})
 	}
-	e.keys[id] = keyEntry{key: key}
+	var scratch [16]byte
+	e.keys[id] = keyEntry{key: key, prefix: orderedPrefix(key, scratch[:0])}
 	e.keyIDs.putHashed(e.keys, key, id, h)
 	e.keyBytes += int64(len(key))
 	return id
@@ -587,7 +589,7 @@ func (e *Engine) compact() {
 			if kid < 0 {
 				kid = int32(len(keys))
 				key := e.keys[s.key].key
-				keys = append(keys, keyEntry{key: key})
+				keys = append(keys, keyEntry{key: key, prefix: e.keys[s.key].prefix})
 				keyIDs.put(keys, key, kid)
 				keyRemap[s.key] = kid
 			}
@@ -613,14 +615,15 @@ func (e *Engine) compact() {
 // Approximate memory per open (window, key): the slot (56 B with the
 // compensated sum), its entry in the slot table with load-factor slack
 // (~6-10 B), the bucket list entry (4 B) and slab growth slack. Per open
-// key: the key table entry (24 B) and its slot in the intern table (~6 B),
+// key: the key table entry (32 B: the key, its ordered prefix and its
+// reference count) and its slot in the intern table (~6 B),
 // less what the slack estimates leave over, and the key bytes.
 // BenchmarkStateBytes (84 B per pair, 1k keys in 100 windows) and
 // BenchmarkStateBytesPerUser (103 B, a key per pair) measure the real
 // figure; the estimate is within ~10% of both.
 const (
 	bytesPerSlot = 78
-	bytesPerKey  = 24
+	bytesPerKey  = 32
 )
 
 func (e *Engine) stateBytes() int64 {

@@ -250,9 +250,8 @@ func (e *Engine) sortSlots(b *bucket, buf []keyOrder) []keyOrder {
 		return buf
 	}
 	buf = slices.Grow(buf[:0], len(slots))
-	var scratch [16]byte
 	for _, idx := range slots {
-		buf = append(buf, keyOrder{prefix: orderedPrefix(e.keys[e.slots[idx].key].key, scratch[:0]), idx: idx})
+		buf = append(buf, keyOrder{prefix: e.keys[e.slots[idx].key].prefix, idx: idx})
 	}
 	less := func(a, b keyOrder) int {
 		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
