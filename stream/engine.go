@@ -61,6 +61,11 @@ type keyEntry struct {
 	key    tidemark.Key
 	prefix uint64 // orderedPrefix(key): sortSlots orders by it without reading the key
 	refs   int32  // open slots holding the key
+	// last is a hint: the slot the key was last given (mostly its pair in
+	// the newest window, where most of its records land), checked against
+	// the slot's own (window, key) before use, so add finds that pair
+	// without probing the slot table.
+	last int32
 }
 
 type slot struct {
@@ -312,7 +317,12 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		pos, found = e.findBucket(win.Start, pos)
 		var idx int32
 		if found && known {
-			idx, found = e.index.get(e.slots, e.buckets[pos].seq, kid)
+			seq := e.buckets[pos].seq
+			if l := e.keys[kid].last; uint(l) < uint(len(e.slots)) && e.slots[l].key == kid && e.slots[l].seq() == seq {
+				idx = l
+			} else {
+				idx, found = e.index.get(e.slots, seq, kid)
+			}
 		} else {
 			found = false
 		}
@@ -418,6 +428,7 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 	b := &e.buckets[pos]
 	e.slots[idx] = slot{key: kid, seqf: b.seq}
 	e.keys[kid].refs++
+	e.keys[kid].last = idx
 	b.slots = append(b.slots, idx)
 	e.index.put(e.slots, idx)
 	return idx
@@ -528,7 +539,7 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 			}
 			e.index.del(e.slots, idx)
 			e.releaseKey(s.key)
-			*s = slot{}
+			*s = slot{key: -1} // matches no key: a stale last hint misses
 			e.free = append(e.free, idx)
 		}
 		e.spare = append(e.spare, b.slots[:0])
@@ -594,6 +605,7 @@ func (e *Engine) compact() {
 				keyRemap[s.key] = kid
 			}
 			keys[kid].refs++
+			keys[kid].last = int32(len(slots))
 			s.key = kid
 			n := int32(len(slots))
 			remap[idx] = n
