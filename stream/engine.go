@@ -627,11 +627,11 @@ func (e *Engine) compact() {
 // Approximate memory per open (window, key): the slot (56 B with the
 // compensated sum), its entry in the slot table with load-factor slack
 // (~6-10 B), the bucket list entry (4 B) and slab growth slack. Per open
-// key: the key table entry (32 B: the key, its ordered prefix and its
-// reference count) and its slot in the intern table (~6 B),
+// key: the key table entry (32 B: the key, its ordered prefix, its
+// reference count and last slot) and its slot in the intern table (~6 B),
 // less what the slack estimates leave over, and the key bytes.
 // BenchmarkStateBytes (84 B per pair, 1k keys in 100 windows) and
-// BenchmarkStateBytesPerUser (103 B, a key per pair) measure the real
+// BenchmarkStateBytesPerUser (112 B, a key per pair) measure the real
 // figure; the estimate is within ~10% of both.
 const (
 	bytesPerSlot = 78
