@@ -58,8 +58,14 @@ type Engine struct {
 }
 
 type keyEntry struct {
-	key  tidemark.Key
-	refs int32 // open slots holding the key
+	key    tidemark.Key
+	prefix uint64 // orderedPrefix(key): sortSlots orders by it without reading the key
+	refs   int32  // open slots holding the key
+	// last is a hint: the slot the key was last given (mostly its pair in
+	// the newest window, where most of its records land), checked against
+	// the slot's own (window, key) before use, so add finds that pair
+	// without probing the slot table.
+	last int32
 }
 
 type slot struct {
@@ -75,9 +81,10 @@ const changedBit = 1 << 31
 func (s *slot) seq() uint32 { return s.seqf &^ (changedBit | diskBit) }
 
 type bucket struct {
-	start int64
-	seq   uint32
-	slots []int32
+	start  int64
+	seq    uint32
+	sorted int32 // the first sorted slots are in key order (sortSlots)
+	slots  []int32
 }
 
 type changedRef struct {
@@ -298,7 +305,8 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		return true
 	}
 	e.wins = e.cfg.Window.Assign(e.wins[:0], r.EventTime)
-	kid, known := e.keyIDs.get(e.keys, r.Key)
+	h := e.keyIDs.hash(r.Key)
+	kid, known := e.keyIDs.getHashed(e.keys, r.Key, h)
 	pos := 0
 	for _, win := range e.wins {
 		if e.hasW && win.End <= e.w {
@@ -309,13 +317,18 @@ func (e *Engine) add(r *tidemark.Record) (late bool) {
 		pos, found = e.findBucket(win.Start, pos)
 		var idx int32
 		if found && known {
-			idx, found = e.index.get(e.slots, e.buckets[pos].seq, kid)
+			seq := e.buckets[pos].seq
+			if l := e.keys[kid].last; uint(l) < uint(len(e.slots)) && e.slots[l].key == kid && e.slots[l].seq() == seq {
+				idx = l
+			} else {
+				idx, found = e.index.get(e.slots, seq, kid)
+			}
 		} else {
 			found = false
 		}
 		if !found {
 			if !known {
-				kid, known = e.internKey(r.Key), true
+				kid, known = e.newKey(r.Key, h), true
 			}
 			idx = e.newSlot(pos, win.Start, kid)
 			e.fetch(idx, win.Start, r.Key)
@@ -349,9 +362,15 @@ func (e *Engine) findBucket(start int64, hint int) (int, bool) {
 
 // internKey returns the id of key, making one.
 func (e *Engine) internKey(key tidemark.Key) int32 {
-	if id, ok := e.keyIDs.get(e.keys, key); ok {
+	h := e.keyIDs.hash(key)
+	if id, ok := e.keyIDs.getHashed(e.keys, key, h); ok {
 		return id
 	}
+	return e.newKey(key, h)
+}
+
+// newKey gives key, absent from the key table and hashed to h, an id.
+func (e *Engine) newKey(key tidemark.Key, h int) int32 {
 	var id int32
 	if n := len(e.freeKeys); n > 0 {
 		id = e.freeKeys[n-1]
@@ -360,8 +379,9 @@ func (e *Engine) internKey(key tidemark.Key) int32 {
 		id = int32(len(e.keys))
 		e.keys = append(e.keys, keyEntry{})
 	}
-	e.keys[id] = keyEntry{key: key}
-	e.keyIDs.put(e.keys, key, id)
+	var scratch [16]byte
+	e.keys[id] = keyEntry{key: key, prefix: orderedPrefix(key, scratch[:0])}
+	e.keyIDs.putHashed(e.keys, key, id, h)
 	e.keyBytes += int64(len(key))
 	return id
 }
@@ -408,6 +428,7 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 	b := &e.buckets[pos]
 	e.slots[idx] = slot{key: kid, seqf: b.seq}
 	e.keys[kid].refs++
+	e.keys[kid].last = idx
 	b.slots = append(b.slots, idx)
 	e.index.put(e.slots, idx)
 	return idx
@@ -488,6 +509,9 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 		}
 		out = slices.Grow(out, more)
 	}
+	// all: every open window closes (the drain), so the containers are
+	// emptied at once below rather than slot by slot.
+	all := e.disk == nil && len(e.buckets) > 0 && e.buckets[len(e.buckets)-1].start <= w-size
 	n := 0
 	var order []keyOrder
 	for ; n < len(e.buckets) && e.buckets[n].start <= w-size; n++ {
@@ -496,12 +520,15 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 		if emit {
 			// Emitted in key order, window after window: finish then
 			// finds the output sorted rather than sorting its results.
-			order = e.sortSlots(b.slots, order)
+			order = e.sortSlots(b, order)
 		}
 		for _, idx := range b.slots {
 			s := &e.slots[idx]
 			if emit {
 				out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
+			}
+			if all {
+				continue
 			}
 			if e.disk != nil {
 				if s.seqf&diskBit != 0 {
@@ -512,17 +539,31 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 			}
 			e.index.del(e.slots, idx)
 			e.releaseKey(s.key)
-			*s = slot{}
+			*s = slot{key: -1} // matches no key: a stale last hint misses
 			e.free = append(e.free, idx)
 		}
 		e.spare = append(e.spare, b.slots[:0])
 		e.seqs = append(e.seqs, b.seq)
 	}
 	e.buckets = slices.Delete(e.buckets, 0, n)
-	if n > 0 {
+	if all {
+		e.clearOpen()
+	} else if n > 0 {
 		e.compact()
 	}
 	return out
+}
+
+// clearOpen empties a memory engine's slab and tables once every window
+// has closed, releasing them as compact would: the empty tables grow again
+// on the next put.
+func (e *Engine) clearOpen() {
+	e.slots, e.free = nil, nil
+	e.keys, e.freeKeys = nil, nil
+	e.spare = nil
+	e.keyIDs = keyTable{seed: e.keyIDs.seed}
+	e.index = slotTable{}
+	e.keyBytes = 0
 }
 
 // compactMin is the slab size below which compact never bothers.
@@ -559,11 +600,12 @@ func (e *Engine) compact() {
 			if kid < 0 {
 				kid = int32(len(keys))
 				key := e.keys[s.key].key
-				keys = append(keys, keyEntry{key: key})
+				keys = append(keys, keyEntry{key: key, prefix: e.keys[s.key].prefix})
 				keyIDs.put(keys, key, kid)
 				keyRemap[s.key] = kid
 			}
 			keys[kid].refs++
+			keys[kid].last = int32(len(slots))
 			s.key = kid
 			n := int32(len(slots))
 			remap[idx] = n
@@ -585,14 +627,15 @@ func (e *Engine) compact() {
 // Approximate memory per open (window, key): the slot (56 B with the
 // compensated sum), its entry in the slot table with load-factor slack
 // (~6-10 B), the bucket list entry (4 B) and slab growth slack. Per open
-// key: the key table entry (24 B) and its slot in the intern table (~6 B),
+// key: the key table entry (32 B: the key, its ordered prefix, its
+// reference count and last slot) and its slot in the intern table (~6 B),
 // less what the slack estimates leave over, and the key bytes.
 // BenchmarkStateBytes (84 B per pair, 1k keys in 100 windows) and
-// BenchmarkStateBytesPerUser (103 B, a key per pair) measure the real
+// BenchmarkStateBytesPerUser (112 B, a key per pair) measure the real
 // figure; the estimate is within ~10% of both.
 const (
 	bytesPerSlot = 78
-	bytesPerKey  = 24
+	bytesPerKey  = 32
 )
 
 func (e *Engine) stateBytes() int64 {

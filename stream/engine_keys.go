@@ -33,13 +33,24 @@ func newKeyTable() keyTable { return keyTable{seed: maphash.MakeSeed()} }
 // Len returns the number of keys.
 func (t *keyTable) Len() int { return t.live }
 
+// hash returns the hash of key k that get and put take.
+func (t *keyTable) hash(k tidemark.Key) int {
+	return int(maphash.String(t.seed, string(k)))
+}
+
 // get returns the id of key k.
 func (t *keyTable) get(keys []keyEntry, k tidemark.Key) (int32, bool) {
+	return t.getHashed(keys, k, t.hash(k))
+}
+
+// getHashed returns the id of key k, whose hash is h: a miss followed by a
+// put hashes the key once.
+func (t *keyTable) getHashed(keys []keyEntry, k tidemark.Key, h int) (int32, bool) {
 	if t.live == 0 {
 		return 0, false
 	}
 	mask := len(t.slots) - 1
-	for i := int(maphash.String(t.seed, string(k))) & mask; ; i = (i + 1) & mask {
+	for i := h & mask; ; i = (i + 1) & mask {
 		switch id := t.slots[i]; id {
 		case emptySlot:
 			return 0, false
@@ -54,11 +65,16 @@ func (t *keyTable) get(keys []keyEntry, k tidemark.Key) (int32, bool) {
 
 // put adds key k, absent from the table, with id.
 func (t *keyTable) put(keys []keyEntry, k tidemark.Key, id int32) {
+	t.putHashed(keys, k, id, t.hash(k))
+}
+
+// putHashed is put of a key whose hash is h.
+func (t *keyTable) putHashed(keys []keyEntry, k tidemark.Key, id int32, h int) {
 	if (t.used+1)*4 > len(t.slots)*3 {
 		t.rehash(keys, t.live+1)
 	}
 	mask := len(t.slots) - 1
-	i := int(maphash.String(t.seed, string(k))) & mask
+	i := h & mask
 	for t.slots[i] >= 0 {
 		i = (i + 1) & mask
 	}
@@ -72,7 +88,7 @@ func (t *keyTable) put(keys []keyEntry, k tidemark.Key, id int32) {
 // del removes key k, present with id.
 func (t *keyTable) del(k tidemark.Key, id int32) {
 	mask := len(t.slots) - 1
-	for i := int(maphash.String(t.seed, string(k))) & mask; ; i = (i + 1) & mask {
+	for i := t.hash(k) & mask; ; i = (i + 1) & mask {
 		if t.slots[i] == id {
 			t.slots[i] = tombstone
 			t.live--

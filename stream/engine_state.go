@@ -152,9 +152,10 @@ func (e *Engine) writeSnapshot(w io.Writer) (int64, uint32, error) {
 	sw := newSnapshotWriter(w, e, int64(e.index.Len()))
 	size := e.cfg.Window.Size
 	var order []keyOrder
-	for _, bk := range e.buckets {
+	for i := range e.buckets {
+		bk := &e.buckets[i]
 		win := tidemark.Window{Start: bk.start, End: bk.start + size}
-		order = e.sortSlots(bk.slots, order)
+		order = e.sortSlots(bk, order)
 		for _, idx := range bk.slots {
 			s := &e.slots[idx]
 			if err := sw.add(tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg}); err != nil {
@@ -238,22 +239,54 @@ type keyOrder struct {
 	idx    int32
 }
 
-// sortSlots sorts a window's slot list by key, in place, through buf.
-func (e *Engine) sortSlots(slots []int32, buf []keyOrder) []keyOrder {
-	buf = buf[:0]
-	var scratch [16]byte
-	for _, idx := range slots {
-		buf = append(buf, keyOrder{prefix: orderedPrefix(e.keys[e.slots[idx].key].key, scratch[:0]), idx: idx})
+// sortSlots sorts a window's slot list by key, in place, through buf. The
+// list's first b.sorted slots are in key order from the last sort (a list
+// only grows at its end), so only the slots added since are sorted, then
+// merged with them; a window untouched since then costs nothing.
+func (e *Engine) sortSlots(b *bucket, buf []keyOrder) []keyOrder {
+	slots := b.slots
+	head := int(b.sorted)
+	if head >= len(slots) {
+		return buf
 	}
-	slices.SortFunc(buf, func(a, b keyOrder) int {
+	buf = slices.Grow(buf[:0], len(slots))
+	for _, idx := range slots {
+		buf = append(buf, keyOrder{prefix: e.keys[e.slots[idx].key].prefix, idx: idx})
+	}
+	less := func(a, b keyOrder) int {
 		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
 			return c
 		}
 		return e.keys[e.slots[a.idx].key].key.Compare(e.keys[e.slots[b.idx].key].key)
-	})
-	for i, o := range buf {
-		slots[i] = o.idx
 	}
+	tail := buf[head:]
+	slices.SortFunc(tail, less)
+	if head == 0 || less(buf[head-1], tail[0]) < 0 {
+		for i, o := range buf {
+			slots[i] = o.idx
+		}
+	} else {
+		// Merge the sorted head with the sorted tail into slots; keys are
+		// distinct within a window, so the order is total.
+		i, j, k := 0, head, 0
+		for i < head && j < len(buf) {
+			if less(buf[i], buf[j]) < 0 {
+				slots[k] = buf[i].idx
+				i++
+			} else {
+				slots[k] = buf[j].idx
+				j++
+			}
+			k++
+		}
+		for ; i < head; i, k = i+1, k+1 {
+			slots[k] = buf[i].idx
+		}
+		for ; j < len(buf); j, k = j+1, k+1 {
+			slots[k] = buf[j].idx
+		}
+	}
+	b.sorted = int32(len(slots))
 	return buf
 }
 
