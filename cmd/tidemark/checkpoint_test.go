@@ -135,12 +135,7 @@ func TestCheckpointRunning(t *testing.T) {
 		t.Errorf("text while running:\n%s", text)
 	}
 	readToEnd(t, rep.Sources[0], in)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(line(12))
-	f.Close()
+	appendFile(t, path, line(12))
 	waitFor(`"batch_id":1`)
 	rep = checkpointJSON(t, nil, "--lake", lakeDir)
 	if rep.Committed == nil || rep.Committed.BatchID != 1 || rep.Watermark == nil || !rep.Watermark.Equal(time.Date(2026, 1, 1, 0, 0, 12, 0, time.UTC)) {

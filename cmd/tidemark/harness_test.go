@@ -208,3 +208,18 @@ func versityEnv(t *testing.T) (*storetest.Server, []string) {
 	}
 	return srv, env
 }
+
+// appendFile appends data to the file at path, as a producer would.
+func appendFile(t *testing.T, path, data string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -80,7 +80,7 @@ func TestSessionStreamWalkthrough(t *testing.T) {
 					t.Errorf("%s: window_results after the deferring reconcile:\n%s", rule, got)
 				}
 				// A later row (another user, 10:30) moves W past 10:16.
-				appendLine(t, src, `{"event_time":"2026-01-01T10:30:00Z","user":"u2","value":5}`)
+				appendFile(t, src, `{"event_time":"2026-01-01T10:30:00Z","user":"u2","value":5}`+"\n")
 				out, stderr, code = run(t, args...)
 				if code != 0 || out != second {
 					t.Errorf("%s: the second stream run exit %d printed\n%s%s\nwant\n%s", rule, code, out, stderr, second)
@@ -107,21 +107,6 @@ func TestSessionStreamWalkthrough(t *testing.T) {
 				t.Errorf("%s drain=%v: reconcile_log after the second run\n%s", rule, drain, got)
 			}
 		}
-	}
-}
-
-// appendLine appends one line to the file at path.
-func appendLine(t *testing.T, path, line string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(line + "\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -195,16 +195,7 @@ func TestShardHandOverKill9(t *testing.T) {
 	if parts, err := lk.Partials(context.Background(), lake.AllFrom, lake.AllTo, 0); err != nil || len(parts) != 0 {
 		t.Fatalf("a lone stream wrote %d window_partials rows (%v), want none", len(parts), err)
 	}
-	f, err := os.OpenFile(files[0], os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data[half:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	appendFile(t, files[0], string(data[half:]))
 	// host-0 again: it commits solo until host-1's hand-over, then as a shard.
 	killBeside(t, args(0), args(1), 3, rand.New(rand.NewPCG(4, 2)), 30, 300)
 	checkShardedLake(t, openTestLake(t, lakeDir), lines)

@@ -238,12 +238,7 @@ func TestStreamTerminalContinuous(t *testing.T) {
 			t.Errorf("status line lacks %q:\n%s", want, screen)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(`{"event_time":"2026-01-01T00:00:30Z","page":"/a"}` + "\n" + "not json\n")
-	f.Close()
+	appendFile(t, path, `{"event_time":"2026-01-01T00:00:30Z","page":"/a"}`+"\n"+"not json\n")
 	screen = screenHas("batch 1 | ")
 	if strings.Contains(screen, "batch 0 | ") || !strings.Contains(screen, "watermark 2026-01-01T00:00:25Z") || !strings.Contains(screen, "quarantined 1") {
 		t.Errorf("the status line was not replaced in place:\n%s", screen)
