@@ -121,7 +121,8 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
 		var removed, added, outRows int64
-		for _, p := range parts {
+		for k := range parts {
+			p := &parts[k]
 			var kept []WindowRow // old rows no new row replaces
 			for i := range snap.Files {
 				a := &snap.Files[i]
@@ -133,9 +134,9 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 					return nil, written, err
 				}
 				if len(p.remove) > 0 {
-					old = replaceRows(p.remove, old, nil, false)
+					old = replaceRows(&partRows{rows: p.remove}, old, nil, false)
 				}
-				kept = replaceRows(p.rows, old, kept, m.bump)
+				kept = replaceRows(p, old, kept, m.bump)
 				actions = append(actions, delta.Action{Remove: &delta.Remove{
 					Path: a.Path, DeletionTimestamp: now, DataChange: true, ExtendedFileMetadata: true,
 					PartitionValues: a.PartitionValues, Size: a.Size, Stats: a.Stats,
