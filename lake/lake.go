@@ -70,6 +70,10 @@ type Config struct {
 	PayloadCodec PayloadCodec
 }
 
+// Gap returns the session gap of a session lake (SessionGap), 0 on a
+// window lake.
+func (c Config) Gap() time.Duration { return time.Duration(c.SessionGap) * time.Microsecond }
+
 func (c Config) adopt() bool {
 	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0 && c.SessionGap == 0
 }
@@ -86,7 +90,7 @@ func (c Config) describe() string {
 		fmt.Fprintf(&b, "--value %s ", c.ValueField)
 	}
 	if c.SessionGap > 0 {
-		fmt.Fprintf(&b, "--session-gap %s", time.Duration(c.SessionGap)*time.Microsecond)
+		fmt.Fprintf(&b, "--session-gap %s", c.Gap())
 		return b.String()
 	}
 	fmt.Fprintf(&b, "--window %s", time.Duration(c.Window.Size)*time.Microsecond)

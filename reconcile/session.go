@@ -25,7 +25,7 @@ const maxMerges = 20
 // lake.UpsertSessions (the replaced sessions removed in the same commit),
 // with a reconcile_log row per replaced session.
 func (r *run) sessions(ctx context.Context, p *priorRuns, rawTo int64, hasW bool) error {
-	gap := time.Duration(r.lk.Config().SessionGap) * time.Microsecond
+	gap := r.lk.Config().Gap()
 	r.rep.Sessions = true
 	exact := map[sessionID]batch.Row{}
 	add := func(rows []batch.Row, st batch.SessionStats) {

@@ -59,7 +59,7 @@ func runLateness(c *cli.Context) error {
 	cfg.Since = c.Duration("since")
 	cfg.BadAfter = c.Duration("bad-after")
 	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")},
-		time.Duration(lk.Config().SessionGap)*time.Microsecond)
+		lk.Config().Gap())
 	rep, err := lateness.Run(c.Context, lk, cfg)
 	if err != nil {
 		return err

@@ -40,9 +40,9 @@ func recomputeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if g := lk.Config().SessionGap; g > 0 {
+			if g := lk.Config().Gap(); g > 0 {
 				// A session lake: its exact windows are its sessions.
-				return printSessions(c, lk, time.Duration(g)*time.Microsecond, f)
+				return printSessions(c, lk, g, f)
 			}
 			// Default to the windows that can hold the lake's events.
 			if from, to, err = fillRange(c, lk, from, to, batch.WindowStarts, "nothing to recompute"); err != nil {

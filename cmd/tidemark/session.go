@@ -34,7 +34,7 @@ func sessionsCommand() *cli.Command {
 			}
 			gap := c.Duration("gap")
 			if !c.IsSet("gap") {
-				gap = time.Duration(lk.Config().SessionGap) * time.Microsecond
+				gap = lk.Config().Gap()
 			}
 			if gap <= 0 {
 				return fmt.Errorf("--gap is required and must be positive, e.g. --gap 30m")
