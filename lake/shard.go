@@ -79,6 +79,8 @@ type shardMemo struct {
 	mu     sync.Mutex
 	merges map[string]Merge
 	multi  bool // the lake is multi-shard (see multiShard)
+	// legacyChecked: window_partials was read once for a stream's txn.
+	legacyChecked bool
 }
 
 // Merge is what one batch's window_results commit merged, as its stream
@@ -393,33 +395,32 @@ func markedMulti(snap *delta.Snapshot) bool {
 	return snap != nil && snap.Metadata.Configuration[confShards] == "multi"
 }
 
-// multiShard reports whether window rows go through window_partials: the
-// hand-over marked window_results, or a stream wrote partials (a lake
-// written before solo lakes existed). Once true it stays true.
+// multiShard reports whether this handle knows window rows go through
+// window_partials: it saw the hand-over's mark, or window_partials holds a
+// stream's txn (a lake written before solo lakes existed; read once per
+// handle, since after that only a marked lake gets stream txns there).
+// Once true it stays true. The mark itself is not read here: the solo
+// commit reads it from the snapshot it commits on (errNotSolo), and a
+// hand-over finds it before copying, so a solo batch reads window_results'
+// log once, not twice.
 func (l *Lake) multiShard(ctx context.Context) (bool, error) {
 	l.memo.mu.Lock()
-	multi := l.memo.multi
+	multi, checked := l.memo.multi, l.memo.legacyChecked
 	l.memo.mu.Unlock()
-	if multi {
-		return true, nil
+	if multi || checked {
+		return multi, nil
 	}
-	snap, err := l.tables[TableWindowResults].dt.Snapshot(ctx, -1)
+	psnap, err := l.tables[TableWindowPartials].dt.Snapshot(ctx, -1)
 	if err != nil {
-		return false, fmt.Errorf("read window_results: %w", err)
+		return false, fmt.Errorf("read window_partials: %w", err)
 	}
-	multi = markedMulti(snap)
-	if !multi {
-		psnap, err := l.tables[TableWindowPartials].dt.Snapshot(ctx, -1)
-		if err != nil {
-			return false, fmt.Errorf("read window_partials: %w", err)
-		}
-		for appID := range psnap.Txns {
-			multi = multi || !strings.HasPrefix(appID, watermarkPrefix)
-		}
+	for appID := range psnap.Txns {
+		multi = multi || !strings.HasPrefix(appID, watermarkPrefix)
 	}
-	if multi {
-		l.setMulti()
-	}
+	l.memo.mu.Lock()
+	l.memo.legacyChecked = true
+	l.memo.multi = l.memo.multi || multi
+	l.memo.mu.Unlock()
 	return multi, nil
 }
 
@@ -520,6 +521,7 @@ func (l *Lake) handOver(ctx context.Context, byID map[string]*Shard) error {
 		_, err := l.upsertWindows(ctx, mergeSpec{h: partials, rows: rows, op: "MERGE", params: params})
 		switch {
 		case errors.Is(err, errNotSolo):
+			l.setMulti()
 			return nil // another stream handed over
 		case err != nil:
 			return fmt.Errorf("hand over to window_partials: %w", err)
