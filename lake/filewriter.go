@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/google/uuid"
-	"github.com/parquet-go/parquet-go"
 
 	"tidemark"
 	"tidemark/lake/store"
@@ -20,40 +19,14 @@ import (
 const (
 	rowGroupRows  = 32 << 10
 	rowGroupBytes = 64 << 20
-	chunkRows     = 16 << 10 // rows buffered per column before handing them to parquet-go
+	chunkRows     = 16 << 10 // rows buffered per column before handing them to a column worker
 	dictMaxBytes  = 1 << 20
-	// pageBytes is how many bytes of a column's values are buffered before
-	// a page is cut. It bounds parquet-go's column buffers and its pooled
-	// page buffers: 256 KiB instead of 1 MiB took ~19 MB off the 1M-event
+	// pageBytes is about how many bytes of a column's values a page holds
+	// (uncompressed): 256 KiB instead of 1 MiB took ~19 MB off the 1M-event
 	// stream's peak RSS (median of 4 pairs, 258 -> 239 MiB) for 0.6%
 	// larger files; snappy and zstd run as fast on 256 KiB as on 1 MiB.
 	pageBytes = 256 << 10
 )
-
-// writerOptions are the settings SPEC §4.2 requires, each set explicitly.
-//
-// Page bounds are computed once per page, for the column index and the
-// column chunk statistics (what readers prune row groups and pages with);
-// the deprecated copy of them in every data page header is not written
-// (parquet-go computed the bounds a second time for it: ~0.06 CPU-s per
-// million raw events). parquet-go's SkipPageBounds, which would spare the
-// payload column its bounds too, is not used: it still writes that
-// column's index, with empty minimums and maximums for pages that are not
-// empty, which a reader pruning pages by the column index would trust.
-func writerOptions(t *table, s *parquet.Schema) []parquet.WriterOption {
-	return []parquet.WriterOption{
-		s,
-		parquet.Compression(t.codec),
-		parquet.DataPageVersion(1),
-		parquet.DataPageStatistics(false),
-		parquet.DictionaryMaxBytes(dictMaxBytes),
-		parquet.PageBufferSize(pageBytes),
-		parquet.WriteBufferSize(1 << 20),
-		// parquet-go's CreatedBy leaves no blank before "(build", and the
-		// version is the release's, so the whole string is set here.
-		&parquet.WriterConfig{CreatedBy: tidemark.CreatedBy()},
-	}
-}
 
 // colBuf buffers one column's values of a chunk, typed, until they are
 // handed to parquet-go in bulk. Only the slice for the column's kind is
@@ -113,14 +86,14 @@ type colAck struct {
 // compressed on several cores; they are committed to the file in order.
 const rowGroupsInFlight = 2
 
-// rgWriter is one row group being written: parquet-go's concurrent row
-// group writer with a worker goroutine per column, and the Delta stats of
-// its rows (merged into the file's when it is committed).
+// rgWriter is one row group being written: a column chunk encoder and a
+// worker goroutine per column, and the Delta stats of its rows (merged
+// into the file's when it is committed).
 type rgWriter struct {
-	rg      *parquet.ConcurrentRowGroupWriter
-	cw      []*parquet.ColumnWriter // by table column index
-	stats   []colStats              // written by the column's worker
-	jobs    []chan colJob           // by column
+	chunks  []*colChunk   // by table column index
+	rows    int64         // set when the row group is closed
+	stats   []colStats    // written by the column's worker
+	jobs    []chan colJob // by column
 	acks    chan colAck
 	workers sync.WaitGroup
 	closed  bool // the final barrier was sent
@@ -131,9 +104,9 @@ type rgWriter struct {
 // and without reflection: callers set each column of a row with the typed
 // methods (in any order), then call endRow. Values are buffered per column
 // in typed slices, a chunk at a time; each full chunk goes to its column's
-// worker goroutine, which turns it into parquet values and writes it (that
-// is where pages are encoded and compressed) while the caller fills the
-// next chunk, and up to rowGroupsInFlight row groups are written at once.
+// worker goroutine, which encodes it into pages and compresses them
+// (colChunk) while the caller fills the next chunk, and up to
+// rowGroupsInFlight row groups are written at once.
 // A column chunk's bytes depend only on its values, in order, and row
 // groups are committed in order, so the file is the same whatever the
 // scheduling. It keeps the Delta stats as it goes. The file is written to
@@ -145,7 +118,7 @@ type fileWriter struct {
 	t      *table
 	tmp    *os.File
 	stager store.Stager // tmp was staged here; nil: tmp is an OS temp file
-	pw     *parquet.Writer
+	pf     *pqFile
 	leaf   []int
 	def    []int // max definition level: 1 for OPTIONAL columns
 	cols   []*colBuf
@@ -159,6 +132,8 @@ type fileWriter struct {
 	pending []*rgWriter    // closed row groups, oldest first, not yet committed
 	free    []chan *colBuf // by column: emptied chunks
 	nbuf    []int          // by column: buffers allocated
+	spare   [][]*colChunk  // the encoders of committed row groups, for the next
+	hint    int            // rows the caller expects (newFileWriterIn)
 	failed  bool
 }
 
@@ -190,10 +165,12 @@ func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 		return nil, fmt.Errorf("create temp data file: %w", err)
 	}
 	sch := t.parquetSchema()
-	w := &fileWriter{t: t, tmp: tmp, stager: stager}
-	// parquet-go buffers its output (WriteBufferSize), so it writes to
-	// the file directly: another buffer only cost 1 MiB per file.
-	w.pw = parquet.NewWriter(tmp, writerOptions(t, sch)...)
+	w := &fileWriter{t: t, tmp: tmp, stager: stager, hint: max(rows, 1)}
+	w.pf, err = newPQFile(tmp, sch, tidemark.CreatedBy())
+	if err != nil {
+		w.abort()
+		return nil, err
+	}
 	n := len(t.cols)
 	w.leaf = make([]int, n)
 	w.def = make([]int, n)
@@ -218,66 +195,47 @@ func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 	return w, nil
 }
 
-// newRowGroup starts a row group and its column workers.
+// newRowGroup starts a row group and its column workers, with the column
+// encoders of a committed row group when there is one.
 func (w *fileWriter) newRowGroup() *rgWriter {
 	n := len(w.t.cols)
-	g := &rgWriter{rg: w.pw.BeginRowGroup(), cw: make([]*parquet.ColumnWriter, n), stats: make([]colStats, n),
-		jobs: make([]chan colJob, n), acks: make(chan colAck, n)}
-	all := g.rg.ColumnWriters()
+	g := &rgWriter{stats: make([]colStats, n), jobs: make([]chan colJob, n), acks: make(chan colAck, n)}
+	if k := len(w.spare); k > 0 {
+		g.chunks, w.spare = w.spare[k-1], w.spare[:k-1]
+	} else {
+		g.chunks = make([]*colChunk, n)
+		for i, c := range w.t.cols {
+			g.chunks[i] = newColChunk(c, w.t.codecOf(c), min(w.hint, rowGroupRows))
+		}
+	}
 	for i, c := range w.t.cols {
-		g.cw[i] = all[w.leaf[i]]
 		g.stats[i].kind = c.kind
+		g.chunks[i].st = &g.stats[i]
 		g.jobs[i] = make(chan colJob, chunksInFlight)
 		g.workers.Go(func() { w.work(g, i) })
 	}
 	return g
 }
 
-// work is column i's worker in row group g: it writes the chunks in order
-// and answers barriers. After an error it only recycles chunks, and
+// work is column i's worker in row group g: it encodes the chunks in
+// order and answers barriers. After an error it only recycles chunks, and
 // reports the error at the next barrier.
 func (w *fileWriter) work(g *rgWriter, i int) {
 	var err error
-	vals := make([]parquet.Value, 0, valueRows)
 	for j := range g.jobs[i] {
 		if j.buf != nil {
-			for lo := 0; lo < j.buf.n && err == nil; lo += valueRows {
-				part := j.buf.part(lo, min(j.buf.n, lo+valueRows))
-				vals, err = w.writeColumn(g.cw[i], &g.stats[i], i, &part, vals)
+			if err == nil {
+				err = g.chunks[i].add(j.buf)
 			}
 			j.buf.reset()
 			w.free[i] <- j.buf
 			continue
 		}
 		if j.flush && err == nil {
-			err = g.cw[i].Flush()
+			err = g.chunks[i].finish()
 		}
 		g.acks <- colAck{i, err}
 	}
-}
-
-// valueRows is how many values of a chunk a worker turns into parquet
-// values and hands to parquet-go at a time: its scratch stays small
-// (24 KiB), where a whole chunk's took 384 KiB per column and row group.
-const valueRows = 1024
-
-// part is rows lo to hi of the chunk, sharing its slices.
-func (b *colBuf) part(lo, hi int) colBuf {
-	p := colBuf{n: hi - lo}
-	switch {
-	case len(b.ints) > 0:
-		p.ints = b.ints[lo:hi]
-	case len(b.floats) > 0:
-		p.floats = b.floats[lo:hi]
-	case len(b.bools) > 0:
-		p.bools = b.bools[lo:hi]
-	case len(b.bytes) > 0:
-		p.bytes = b.bytes[lo:hi]
-	}
-	if len(b.null) > 0 {
-		p.null = b.null[lo:hi]
-	}
-	return p
 }
 
 func (b *colBuf) reset() {
@@ -310,9 +268,9 @@ func (w *fileWriter) boolean(c int, v bool) {
 	w.set(c, false)
 }
 
-// bytes stores b without copying it until its chunk has been handed to
-// parquet-go (which copies), so b must stay unchanged until flushChunk or
-// finish returns.
+// bytes stores b without copying it until its chunk has been encoded
+// (which copies), so b must stay unchanged until flushChunk or finish
+// returns.
 func (w *fileWriter) bytes(c int, b []byte) {
 	w.cols[c].bytes = append(w.cols[c].bytes, b)
 	w.set(c, false)
@@ -370,8 +328,8 @@ func (w *fileWriter) endRow() error {
 	return nil
 }
 
-// flushChunk hands the buffered values to parquet-go (which copies them)
-// and waits until it has them, so the bytes passed to the writer may
+// flushChunk hands the buffered values to the column workers and waits
+// until they are encoded (copied), so the bytes passed to the writer may
 // change afterwards.
 func (w *fileWriter) flushChunk() error { return w.dispatch(true, false) }
 
@@ -415,6 +373,7 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			w.cur.jobs[i] <- colJob{flush: true}
 		}
 		w.cur.closed = true
+		w.cur.rows = int64(w.rgRows)
 		w.pending = append(w.pending, w.cur)
 		w.cur = nil
 		w.rgRows, w.rgSize = 0, 0
@@ -467,12 +426,20 @@ func (w *fileWriter) commitOldest() error {
 	if err != nil {
 		return err
 	}
-	if _, err := g.rg.Commit(); err != nil {
+	byLeaf := make([]*colChunk, len(g.chunks))
+	for i, c := range g.chunks {
+		byLeaf[w.leaf[i]] = c
+	}
+	if err := w.pf.writeRowGroup(byLeaf, g.rows); err != nil {
 		return fmt.Errorf("write row group: %w", err)
 	}
 	for i := range w.stats {
 		w.stats[i].merge(&g.stats[i])
 	}
+	for _, c := range g.chunks {
+		c.reset()
+	}
+	w.spare = append(w.spare, g.chunks)
 	return nil
 }
 
@@ -531,86 +498,6 @@ func (s *colStats) merge(o *colStats) {
 	s.has = true
 }
 
-// writeColumn turns a chunk of column i into parquet values (in vals, a
-// reused scratch it returns), keeps the column's stats in st and writes it
-// to cw. Values are built in place with the inlinable setters: Value.Level
-// copies the value twice and was the writer's largest cost. The four loops
-// stay written out, one per kind, for the same reason: a generic loop taking
-// the value constructor and stats function as funcs makes both indirect
-// calls per value.
-func (w *fileWriter) writeColumn(cw *parquet.ColumnWriter, st *colStats, i int, b *colBuf, vals []parquet.Value) ([]parquet.Value, error) {
-	def, leaf := w.def[i], w.leaf[i]
-	opt := def > 0
-	if cap(vals) < b.n {
-		vals = make([]parquet.Value, b.n, max(b.n, chunkRows))
-	}
-	vals = vals[:b.n]
-	nullValue := parquet.NullValue().Level(0, 0, leaf)
-	switch w.t.cols[i].kind {
-	case kindTimestamp, kindLong:
-		for j, v := range b.ints {
-			if opt && b.null[j] {
-				vals[j] = nullValue
-				st.nulls++
-				continue
-			}
-			vals[j] = parquet.Int64Value(v)
-			vals[j].SetDefinitionLevel(def)
-			vals[j].SetColumnIndex(leaf)
-			st.addInt(v)
-		}
-	case kindDouble:
-		for j, v := range b.floats {
-			if opt && b.null[j] {
-				vals[j] = nullValue
-				st.nulls++
-				continue
-			}
-			vals[j] = parquet.DoubleValue(v)
-			vals[j].SetDefinitionLevel(def)
-			vals[j].SetColumnIndex(leaf)
-			st.addFloat(v)
-		}
-	case kindBool:
-		for j, v := range b.bools {
-			if opt && b.null[j] {
-				vals[j] = nullValue
-				st.nulls++
-				continue
-			}
-			vals[j] = parquet.BooleanValue(v)
-			vals[j].SetDefinitionLevel(def)
-			vals[j].SetColumnIndex(leaf)
-			// No min/max: Spark keeps none for booleans.
-		}
-	default:
-		var prev []byte
-		seen := false
-		for j, v := range b.bytes {
-			if opt && b.null[j] {
-				vals[j] = nullValue
-				st.nulls++
-				continue
-			}
-			vals[j] = parquet.ByteArrayValue(v)
-			vals[j].SetDefinitionLevel(def)
-			vals[j].SetColumnIndex(leaf)
-			// Repeated strings (source, file, status) share their bytes:
-			// skip the stats comparison for the same value again.
-			if !seen || len(v) != len(prev) || unsafe.SliceData(v) != unsafe.SliceData(prev) {
-				st.addBytes(v)
-				prev, seen = v, true
-			}
-		}
-	}
-	_, err := cw.WriteRowValues(vals)
-	clear(vals)
-	if err != nil {
-		return vals[:0], fmt.Errorf("write column %s: %w", w.t.cols[i].name, err)
-	}
-	return vals[:0], nil
-}
-
 // dataFile is a written data file, ready for a Delta add action.
 type dataFile struct {
 	Path  string // relative to the table root
@@ -626,7 +513,7 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 	if err := w.dispatch(true, true); err != nil {
 		return dataFile{}, err
 	}
-	if err := w.pw.Close(); err != nil { // flushes parquet-go's buffer
+	if err := w.pf.close(); err != nil {
 		return dataFile{}, fmt.Errorf("close parquet file: %w", err)
 	}
 	size, err := w.tmp.Seek(0, io.SeekCurrent)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // kind is the type of one table column, as Delta (Spark) names it.
@@ -133,6 +134,17 @@ func (t *table) parquetSchema() *parquet.Schema {
 		}
 	}
 	return parquet.NewSchema("spark_schema", g)
+}
+
+// codecOf is the compression of column c's chunks: the payload codec for
+// the payload column, zstd for the others.
+func (t *table) codecOf(c column) compress.Codec {
+	if c.payload {
+		if pc := t.payload.codec(); pc != nil {
+			return pc
+		}
+	}
+	return t.codec
 }
 
 // schemaString renders the Delta schemaString: data columns then partition
