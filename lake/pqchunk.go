@@ -41,6 +41,7 @@ const (
 	dictProbe     = 2048
 	dictWordRatio = 16
 	dictWordMax   = 4096
+	dictCheck     = 1024 // values between checks of a dictionary's size
 	// indexPrefix is how many bytes of a byte-array page bound the column
 	// index keeps (parquet-go's default, which wrote these files before).
 	indexPrefix = 16
@@ -229,6 +230,9 @@ func (e *colChunk) room() int {
 	}
 	if e.probing && e.n < dictProbe {
 		r = min(r, dictProbe-e.n)
+	}
+	if e.enc == encDict {
+		r = min(r, dictCheck) // the dictionary's size too
 	}
 	return r
 }

@@ -1,0 +1,587 @@
+package lake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/plain"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+
+	"tidemark"
+	"tidemark/lake/store"
+)
+
+// A written file is checked against the values given to the writer with
+// parquet-go's generic reader, independently of the encoder: every value,
+// each chunk's statistics, and each page's column index and offset index
+// entries against the values of the rows the offset index says the page
+// holds. pqRows generates raw_events rows of every column shape: nulls,
+// empty and invalid-UTF-8 payloads, constant columns (a one-entry
+// dictionary), keys of few values (a dictionary) and of all-distinct values
+// (PLAIN after the probation), a key whose dictionary fills up mid-chunk
+// (dictionary pages, then PLAIN ones), a double column whose dictionary
+// outgrows dictWordMax mid-chunk.
+
+// pqTable is raw_events with three keys.
+func pqTable() *table { return rawEventsTable([]string{"page", "user", "late_key"}, true) }
+
+// pqRows returns rows of pqTable, one value per column (nil for null), in
+// the table's column order.
+func pqRows(n int, seed uint64) [][]any {
+	r := rand.New(rand.NewPCG(seed, 7))
+	t := pqTable()
+	rows := make([][]any, n)
+	for i := range rows {
+		row := make([]any, len(t.cols))
+		set := func(name string, v any) { row[t.col(name)] = v }
+		set("event_time", int64(1767261600000000+r.IntN(3_600_000_000)))
+		set("arrival_time", int64(1767261600000000+int64(i)*1000))
+		set("ingest_time", int64(1767265200000000))
+		if i%11 != 3 {
+			set("page", fmt.Sprintf("/p/%d", r.IntN(40)))
+		}
+		if i%13 != 5 {
+			set("user", fmt.Sprintf("user-%d-%d", i, r.Uint32()))
+		}
+		// A dictionary on probation passes, then fills up (dictMaxBytes)
+		// in the first row group.
+		if j := i % rowGroupRows; j < 3000 {
+			set("late_key", fmt.Sprintf("k%d", j%20))
+		} else {
+			set("late_key", fmt.Sprintf("%040d-%d", i, r.Uint64()))
+		}
+		switch {
+		case i%17 == 0:
+		case i%rowGroupRows < 5000:
+			set("value", float64(i%10)-4.5)
+		case i%29 == 0:
+			set("value", math.Copysign(0, -1))
+		default:
+			set("value", r.NormFloat64()*1e6)
+		}
+		set("status", []string{"ok", "late", "future"}[min(r.IntN(40), 2)])
+		if r.IntN(10) == 0 {
+			set("disorder_us", int64(r.IntN(1_000_000)))
+		} else {
+			set("disorder_us", int64(0))
+		}
+		set("source", "/in")
+		set("file", fmt.Sprintf("events-%d.ndjson", i/5000))
+		set("offset", int64(i)*137)
+		set("batch_id", int64(42))
+		var p []byte
+		switch i % 9 {
+		case 0:
+			p = []byte{} // an empty line
+		case 1:
+			p = []byte{'{', 0xff, 0xfe, '"', 0x80, '}'} // invalid UTF-8
+		default:
+			p = fmt.Appendf(nil, `{"event_time":"%d","page":"/p/%d","pad":"%s"}`, i, i%40, bytes.Repeat([]byte{'x'}, r.IntN(300)))
+		}
+		set("payload", p)
+		rows[i] = row
+	}
+	return rows
+}
+
+// writePQ writes rows to a file of t and returns its path in dir.
+func writePQ(t *testing.T, tb *table, rows [][]any, dir string) (string, dataFile) {
+	t.Helper()
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := newFileWriterIn(tb, st, len(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		for c, v := range row {
+			switch v := v.(type) {
+			case nil:
+				w.null(c)
+			case int64:
+				w.long(c, v)
+			case float64:
+				w.double(c, v)
+			case bool:
+				w.boolean(c, v)
+			case string:
+				w.str(c, v)
+			case []byte:
+				w.bytes(c, v)
+			}
+		}
+		if err := w.endRow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	df, err := w.finish(context.Background(), st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir + "/" + tb.name + "/" + df.Path, df
+}
+
+// cell renders a test value as parquet-go reads it back.
+func cell(v any) parquet.Value {
+	switch v := v.(type) {
+	case nil:
+		return parquet.NullValue()
+	case int64:
+		return parquet.Int64Value(v)
+	case float64:
+		return parquet.DoubleValue(v)
+	case bool:
+		return parquet.BooleanValue(v)
+	case string:
+		return parquet.ByteArrayValue([]byte(v))
+	}
+	return parquet.ByteArrayValue(v.([]byte))
+}
+
+// checkPQ reads the file at path with parquet-go's generic reader and
+// returns every way it differs from rows.
+func checkPQ(path string, tb *table, rows [][]any, tamper func(string, *format.ColumnIndex)) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	f, err := os.Open(path)
+	if err != nil {
+		return []error{err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return []error{err}
+	}
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		return []error{err}
+	}
+	if got := pf.NumRows(); got != int64(len(rows)) {
+		fail("file has %d rows, want %d", got, len(rows))
+	}
+	md := pf.Metadata()
+	if md.CreatedBy != tidemark.CreatedBy() {
+		fail("created_by %q, want %q", md.CreatedBy, tidemark.CreatedBy())
+	}
+	if got, want := pf.Schema().String(), tb.parquetSchema().String(); got != want {
+		fail("schema\n%s\nwant\n%s", got, want)
+	}
+	first := int64(0) // the row group's first row
+	for g, rg := range pf.RowGroups() {
+		for _, cc := range rg.ColumnChunks() {
+			name := pf.Schema().Fields()[cc.Column()].Name()
+			c := tb.col(name)
+			typ := cc.Type()
+			want := func(row int64) parquet.Value { return cell(rows[first+row][c]) }
+			// Every value, page by page, in order.
+			pages := cc.Pages()
+			var got []parquet.Value
+			var perPage []int64
+			for {
+				p, err := pages.ReadPage()
+				if err != nil {
+					break
+				}
+				vals := make([]parquet.Value, p.NumValues())
+				n, _ := p.Values().ReadValues(vals)
+				for _, v := range vals[:n] {
+					got = append(got, v.Clone())
+				}
+				perPage = append(perPage, p.NumRows())
+				parquet.Release(p)
+			}
+			pages.Close()
+			if int64(len(got)) != rg.NumRows() {
+				fail("rg %d %s: %d values, want %d", g, name, len(got), rg.NumRows())
+				continue
+			}
+			for i, v := range got {
+				w := want(int64(i))
+				if v.IsNull() != w.IsNull() || (!w.IsNull() && !parquet.Equal(v, w)) {
+					fail("rg %d %s row %d: got %v, want %v", g, name, first+int64(i), v, w)
+					break
+				}
+			}
+			// The chunk's statistics.
+			cm := md.RowGroups[g].Columns[cc.Column()].MetaData
+			lo, hi, nulls, nan := bounds(typ, want, 0, rg.NumRows())
+			if cm.Statistics.NullCount != nulls {
+				fail("rg %d %s: null count %d, want %d", g, name, cm.Statistics.NullCount, nulls)
+			}
+			if !nan && !lo.IsNull() {
+				if !bytes.Equal(cm.Statistics.MinValue, plainOf(lo)) || !bytes.Equal(cm.Statistics.MaxValue, plainOf(hi)) {
+					fail("rg %d %s: chunk bounds %x..%x, want %v..%v", g, name, cm.Statistics.MinValue, cm.Statistics.MaxValue, lo, hi)
+				}
+			}
+			// The offset index gives each page's first row; the column index
+			// each page's bounds: both are checked against the values.
+			oi, err := cc.OffsetIndex()
+			if err != nil {
+				fail("rg %d %s: offset index: %v", g, name, err)
+				continue
+			}
+			if oi.NumPages() != len(perPage) {
+				fail("rg %d %s: offset index has %d pages, the chunk %d", g, name, oi.NumPages(), len(perPage))
+				continue
+			}
+			ci, err := cc.ColumnIndex()
+			if err != nil {
+				fail("rg %d %s: column index: %v", g, name, err)
+				continue
+			}
+			fci := md.RowGroups[g].Columns[cc.Column()]
+			raw := readColumnIndex(f, fci)
+			if tamper != nil {
+				tamper(name, &raw)
+			}
+			row := int64(0)
+			for p := range oi.NumPages() {
+				if oi.FirstRowIndex(p) != row {
+					fail("rg %d %s page %d: first row %d, want %d", g, name, p, oi.FirstRowIndex(p), row)
+				}
+				if p > 0 && oi.Offset(p) <= oi.Offset(p-1) {
+					fail("rg %d %s page %d: offset %d not after %d", g, name, p, oi.Offset(p), oi.Offset(p-1))
+				}
+				end := row + perPage[p]
+				lo, hi, nulls, _ := bounds(typ, want, row, end)
+				if raw.NullCounts[p] != nulls {
+					fail("rg %d %s page %d: index null count %d, want %d", g, name, p, raw.NullCounts[p], nulls)
+				}
+				if raw.NullPages[p] != lo.IsNull() {
+					fail("rg %d %s page %d: null page %t, want %t", g, name, p, raw.NullPages[p], lo.IsNull())
+				}
+				if !lo.IsNull() {
+					wlo, whi := plainOf(lo), plainOf(hi)
+					if typ.Kind() == parquet.ByteArray {
+						wlo, whi = wlo[:min(len(wlo), indexPrefix)], roundUp(whi, indexPrefix)
+					}
+					if !bytes.Equal(raw.MinValues[p], wlo) || !bytes.Equal(raw.MaxValues[p], whi) {
+						fail("rg %d %s page %d: index bounds %x..%x, want %x..%x", g, name, p, raw.MinValues[p], raw.MaxValues[p], wlo, whi)
+					}
+				}
+				row = end
+			}
+			if ci.NumPages() != oi.NumPages() {
+				fail("rg %d %s: column index has %d pages, offset index %d", g, name, ci.NumPages(), oi.NumPages())
+			}
+		}
+		first += rg.NumRows()
+	}
+	return errs
+}
+
+// readColumnIndex decodes a chunk's column index from the file as written.
+func readColumnIndex(f *os.File, cc format.ColumnChunk) format.ColumnIndex {
+	b := make([]byte, cc.ColumnIndexLength)
+	if _, err := f.ReadAt(b, cc.ColumnIndexOffset); err != nil {
+		return format.ColumnIndex{}
+	}
+	var ci format.ColumnIndex
+	if err := unmarshalCompact(b, &ci); err != nil {
+		return format.ColumnIndex{}
+	}
+	return ci
+}
+
+// bounds returns the min, max (null when there are none) and null count
+// of rows lo to hi, NaN left out (nan reports one).
+func bounds(typ parquet.Type, val func(int64) parquet.Value, lo, hi int64) (mn, mx parquet.Value, nulls int64, nan bool) {
+	for i := lo; i < hi; i++ {
+		v := val(i)
+		if v.IsNull() {
+			nulls++
+			continue
+		}
+		if v.Kind() == parquet.Double && math.IsNaN(v.Double()) {
+			nan = true
+			continue
+		}
+		if mn.IsNull() || typ.Compare(v, mn) < 0 {
+			mn = v
+		}
+		if mx.IsNull() || typ.Compare(v, mx) > 0 {
+			mx = v
+		}
+	}
+	// A zero bound is written -0 (min) and +0 (max).
+	if mn.Kind() == parquet.Double && mn.Double() == 0 {
+		mn = parquet.DoubleValue(math.Copysign(0, -1))
+	}
+	if mx.Kind() == parquet.Double && mx.Double() == 0 {
+		mx = parquet.DoubleValue(0)
+	}
+	return mn, mx, nulls, nan
+}
+
+func plainOf(v parquet.Value) []byte {
+	switch v.Kind() {
+	case parquet.Int64:
+		return plain.Int64(v.Int64())
+	case parquet.Double:
+		return plain.Double(v.Double())
+	case parquet.Boolean:
+		return plain.Boolean(v.Boolean())
+	}
+	return v.ByteArray()
+}
+
+func TestPQFileReadBack(t *testing.T) {
+	for _, n := range []int{1, 2*rowGroupRows + 1234} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			tb := pqTable().withPayload(PayloadSnappy)
+			rows := pqRows(n, uint64(n))
+			dir := t.TempDir()
+			path, df := writePQ(t, tb, rows, dir)
+			for _, err := range checkPQ(path, tb, rows, nil) {
+				t.Error(err)
+			}
+			checkDeltaStats(t, tb, rows, df)
+			checkOwnReader(t, tb, rows, dir, tb.name+"/"+df.Path)
+			if n > 1 {
+				checkShapes(t, path)
+			}
+		})
+	}
+}
+
+// TestPQCheckCatchesBadIndex makes sure the check above fails a file whose
+// column index lies: each page's bounds shifted, then one null count.
+func TestPQCheckCatchesBadIndex(t *testing.T) {
+	tb := pqTable()
+	rows := pqRows(100, 3)
+	path, _ := writePQ(t, tb, rows, t.TempDir())
+	if errs := checkPQ(path, tb, rows, nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	tampers := map[string]func(*format.ColumnIndex){
+		"min": func(ci *format.ColumnIndex) {
+			for p, v := range ci.MinValues {
+				if len(v) == 0 {
+					ci.MinValues[p] = []byte{0}
+				} else {
+					ci.MinValues[p] = slices.Clone(v)
+					ci.MinValues[p][0]++
+				}
+			}
+		},
+		"max": func(ci *format.ColumnIndex) {
+			for p, v := range ci.MaxValues {
+				ci.MaxValues[p] = append(slices.Clone(v), 1)
+			}
+		},
+		"nulls": func(ci *format.ColumnIndex) { ci.NullCounts[0]++ },
+	}
+	for name, tamper := range tampers {
+		for _, c := range tb.cols {
+			only := func(col string, ci *format.ColumnIndex) {
+				if col == c.name {
+					tamper(ci)
+				}
+			}
+			if errs := checkPQ(path, tb, rows, only); len(errs) == 0 {
+				t.Errorf("%s of %s: a tampered column index passed the check", name, c.name)
+			}
+		}
+	}
+}
+
+// checkDeltaStats compares the add action's stats with the rows'.
+func checkDeltaStats(t *testing.T, tb *table, rows [][]any, df dataFile) {
+	t.Helper()
+	var st struct {
+		NumRecords int64
+		MinValues  map[string]any
+		MaxValues  map[string]any
+		NullCount  map[string]int64
+	}
+	if err := json.Unmarshal([]byte(df.Stats), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.NumRecords != int64(len(rows)) {
+		t.Errorf("stats: %d records, want %d", st.NumRecords, len(rows))
+	}
+	for c, col := range tb.cols {
+		var nulls int64
+		var lo, hi any
+		long := false // a string longer than Spark's stats prefix
+		for _, r := range rows {
+			v := r[c]
+			if v == nil {
+				nulls++
+				continue
+			}
+			if s, ok := v.(string); ok && len(s) > statsPrefix {
+				long = true
+			}
+			if lo == nil || less(v, lo) {
+				lo = v
+			}
+			if hi == nil || less(hi, v) {
+				hi = v
+			}
+		}
+		if st.NullCount[col.name] != nulls {
+			t.Errorf("stats %s: %d nulls, want %d", col.name, st.NullCount[col.name], nulls)
+		}
+		if lo == nil {
+			continue
+		}
+		var wlo, whi any
+		switch col.kind {
+		case kindTimestamp:
+			wlo, whi = formatStatsTime(lo.(int64)), formatStatsTime(hi.(int64))
+		case kindLong:
+			wlo, whi = float64(lo.(int64)), float64(hi.(int64))
+		case kindDouble:
+			wlo, whi = lo, hi
+		case kindString:
+			// A prefix is a lower bound; with a long value, no upper bound.
+			wlo, whi = lo.(string)[:min(len(lo.(string)), statsPrefix)], hi
+			if long {
+				whi = nil
+			}
+		default:
+			continue
+		}
+		if st.MinValues[col.name] != wlo || st.MaxValues[col.name] != whi {
+			t.Errorf("stats %s: %v..%v, want %v..%v", col.name, st.MinValues[col.name], st.MaxValues[col.name], wlo, whi)
+		}
+	}
+}
+
+func less(a, b any) bool {
+	switch a := a.(type) {
+	case int64:
+		return a < b.(int64)
+	case float64:
+		return a < b.(float64)
+	case string:
+		return a < b.(string)
+	}
+	return false
+}
+
+// checkOwnReader reads the file back with the lake's reader.
+func checkOwnReader(t *testing.T, tb *table, rows [][]any, dir, key string) {
+	t.Helper()
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := openFileReader(context.Background(), st, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	out := make([]colData, len(tb.cols))
+	first := 0
+	for g := range fr.numRowGroups() {
+		n, err := fr.readRowGroup(g, tb.cols, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, col := range tb.cols {
+			for i := range n {
+				want := rows[first+i][c]
+				d := &out[c]
+				var got any
+				switch {
+				case d.isNull(i):
+				case col.kind == kindTimestamp || col.kind == kindLong:
+					got = d.ints[i]
+				case col.kind == kindDouble:
+					got = d.floats[i]
+				case col.kind == kindString:
+					got = string(d.bytes[i])
+				default:
+					got = d.bytes[i]
+				}
+				if d.isNull(i) != (want == nil) {
+					t.Fatalf("own reader %s row %d: got %v, want %v", col.name, first+i, got, want)
+				}
+				if w, ok := want.([]byte); ok {
+					if b, _ := got.([]byte); !bytes.Equal(b, w) {
+						t.Fatalf("own reader rg %d %s row %d: got %q, want %q", g, col.name, first+i, got, w)
+					}
+					continue
+				}
+				if f, ok := want.(float64); ok && got != nil && math.Signbit(f) != math.Signbit(got.(float64)) {
+					t.Fatalf("own reader %s row %d: got %v, want %v", col.name, first+i, got, want)
+				}
+				if got != want {
+					t.Fatalf("own reader %s row %d: got %v, want %v", col.name, first+i, got, want)
+				}
+			}
+		}
+		first += n
+	}
+	if first != len(rows) {
+		t.Errorf("own reader: %d rows, want %d", first, len(rows))
+	}
+}
+
+// checkShapes asserts the encodings the rows were made to exercise.
+func checkShapes(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shape struct{ dict, plain int32 }
+	got := map[string]shape{}
+	md := pf.Metadata()
+	for _, cc := range md.RowGroups[0].Columns {
+		var s shape
+		for _, es := range cc.MetaData.EncodingStats {
+			switch {
+			case es.PageType == format.DataPage && es.Encoding == format.RLEDictionary:
+				s.dict += es.Count
+			case es.PageType == format.DataPage && es.Encoding == format.Plain:
+				s.plain += es.Count
+			}
+		}
+		got[cc.MetaData.PathInSchema[0]] = s
+	}
+	for name, want := range map[string]string{
+		"batch_id": "dict", "ingest_time": "dict", "source": "dict", "page": "dict",
+		"user": "plain", "event_time": "plain", "payload": "plain", "late_key": "both", "value": "both",
+	} {
+		s := got[name]
+		ok := false
+		switch want {
+		case "dict":
+			ok = s.dict > 0 && s.plain == 0
+		case "plain":
+			ok = s.dict == 0 && s.plain > 0
+		case "both":
+			ok = s.dict > 0 && s.plain > 0
+		}
+		if !ok {
+			t.Errorf("%s: first row group has %d dictionary and %d PLAIN pages, want %s", name, s.dict, s.plain, want)
+		}
+	}
+	if s := got["payload"]; s.plain < 2 {
+		t.Errorf("payload: %d pages in the first row group, want several", s.plain)
+	}
+}
+
+func unmarshalCompact(b []byte, v any) error {
+	return thrift.Unmarshal(new(thrift.CompactProtocol), b, v)
+}
