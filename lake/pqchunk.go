@@ -144,7 +144,10 @@ type pageBounds struct {
 }
 
 // newColChunk returns an encoder of column c's chunks, its page buffers
-// sized for rows values (at most a page's); st is set per row group.
+// sized for rows values (at most a page's); st is set per row group. (A
+// pool of encoders across files cut allocation by ~40 MB per
+// BenchmarkRunOnce run but kept ~12 MB more live heap at the 1M-event
+// stream's peak: they are not pooled.)
 func newColChunk(c column, codec compress.Codec, rows int) *colChunk {
 	e := &colChunk{col: c, codec: codec, opt: c.optional}
 	e.dictable = c.kind == kindTimestamp || c.kind == kindLong || c.kind == kindDouble || (c.kind == kindString && !c.plain)
@@ -169,7 +172,7 @@ func newColChunk(c column, codec compress.Codec, rows int) *colChunk {
 		e.plainBytes = make([]byte, 0, min(pageBytes+pageBytes/4, rows*64))
 	}
 	if e.dictable {
-		e.codes = make([]int32, 0, rows)
+		e.codes = make([]int32, 0, min(rows, dictProbe))
 	}
 	e.hdr = *thrift.NewEncoder(new(thrift.CompactProtocol).NewWriter(&e.hdrBuf))
 	e.reset()
@@ -374,7 +377,10 @@ func (e *colChunk) addLevel(null bool) bool {
 }
 
 func (e *colChunk) addWord(v int64) {
-	e.words = append(e.words, v)
+	if e.enc != encDict || e.probing {
+		// Kept on probation too: the page may yet be written PLAIN.
+		e.words = append(e.words, v)
+	}
 	if e.enc != encDict {
 		return
 	}

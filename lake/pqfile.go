@@ -29,7 +29,9 @@ type pqFile struct {
 var parquetMagic = []byte("PAR1")
 
 func newPQFile(out io.Writer, sch *parquet.Schema, createdBy string) (*pqFile, error) {
-	f := &pqFile{w: bufio.NewWriterSize(out, 1<<20), createdBy: createdBy}
+	// Chunks are written whole, past the buffer; it gathers the indexes
+	// and the footer.
+	f := &pqFile{w: bufio.NewWriterSize(out, 64<<10), createdBy: createdBy}
 	fields := sch.Fields()
 	f.md.Version = 2
 	f.md.CreatedBy = createdBy
