@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -33,7 +34,9 @@ import (
 // that page is cut, if sooner) the dictionary and the indexes must be at
 // most half the PLAIN bytes they replace (numbers: at most one entry in
 // dictWordRatio values), or the chunk is written PLAIN from its first page
-// on. zstd finds moderate repeats in PLAIN pages by itself; a dictionary
+// on; a probation that gathers more distinct values than that allows ends
+// at once, so a column of distinct values costs a few hundred map inserts
+// a chunk. zstd finds moderate repeats in PLAIN pages by itself; a dictionary
 // pays for columns of few values (keys like page, status, source, file)
 // and for those constant within a batch (batch_id, ingest_time: one entry
 // and bit width 0, where PLAIN had zstd read 8 bytes a row). A per-user
@@ -90,6 +93,7 @@ type colChunk struct {
 	pageGen    uint32
 	seen       []uint32 // by dictionary index: pageGen of the page last seen in
 	probing    bool     // the dictionary is on probation (first page)
+	capRows    int      // the values a page's buffers are sized for
 	rows       int64    // rows in the pages cut
 
 	// The dictionary: words or byte values (PLAIN-encoded in dictPlain).
@@ -159,6 +163,7 @@ func newColChunk(c column, codec compress.Codec, rows int) *colChunk {
 	e := &colChunk{col: c, codec: codec, opt: c.optional}
 	e.dictable = c.kind == kindTimestamp || c.kind == kindLong || c.kind == kindDouble || (c.kind == kindString && !c.plain)
 	rows = min(rows, pageBytes/8)
+	e.capRows = rows
 	if c.optional {
 		e.defs = make([]byte, 0, rows)
 	}
@@ -267,6 +272,8 @@ func (e *colChunk) full() bool {
 		e.probing = false
 		if !e.dictPays() {
 			e.toPlain()
+		} else {
+			e.codes = slices.Grow(e.codes, e.capRows) // it stays: room for a page
 		}
 	}
 	if e.enc == encDict && (e.dictSize() > dictMaxBytes || len(e.wordList) > dictWordMax) {
@@ -292,7 +299,7 @@ func (e *colChunk) dictPays() bool {
 // toPlain writes the page being filled, and the rest of the chunk, PLAIN:
 // no page has been cut with the dictionary, so it is dropped.
 func (e *colChunk) toPlain() {
-	e.enc = encPlain
+	e.enc, e.probing = encPlain, false
 	e.codes = e.codes[:0]
 	clear(e.wordDict)
 	clear(e.byteDict)
@@ -404,6 +411,10 @@ func (e *colChunk) addWord(v int64) {
 		e.wordDict[v] = code
 		e.wordList = append(e.wordList, v)
 		e.dictLen++
+		if e.probing && e.dictLen*dictWordRatio > dictProbe {
+			e.toPlain() // it cannot pay at the probe any more
+			return
+		}
 	}
 	e.prevWord, e.prevCode, e.hasPrev = v, code, true
 	e.codes = append(e.codes, code)
@@ -436,6 +447,12 @@ func (e *colChunk) addBytes(v []byte) {
 			e.dictPlain = plain.AppendByteArray(e.dictPlain, v)
 			e.dictLen++
 			e.seen = append(e.seen, 0)
+			if e.probing && e.dictLen*dictByteRatio > dictProbe {
+				// Most values distinct: it cannot pay at the probe any more.
+				e.boundBytes(v)
+				e.toPlain()
+				return
+			}
 		}
 		*slot = ptrSlot{p, len(v), code + 1}
 	}
