@@ -547,10 +547,30 @@ func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (da
 	return dataFile{Path: rel, Size: size, Rows: w.rows, Stats: w.statsJSON()}, nil
 }
 
+// release returns the column encoders of the stopped workers' row groups
+// to their pool; safe to call more than once.
+func (w *fileWriter) release() {
+	if w.cur != nil {
+		w.spare = append(w.spare, w.cur.chunks)
+		w.cur.chunks = nil
+	}
+	for _, g := range w.pending {
+		w.spare = append(w.spare, g.chunks)
+		g.chunks = nil
+	}
+	for _, cs := range w.spare {
+		for _, c := range cs {
+			c.release()
+		}
+	}
+	w.spare = nil
+}
+
 // abort stops the workers and drops the temp file (staged or not); safe
 // to call more than once.
 func (w *fileWriter) abort() {
 	w.stop()
+	w.release()
 	if w.tmp == nil {
 		return
 	}
