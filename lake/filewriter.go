@@ -465,39 +465,6 @@ func (w *fileWriter) stop() {
 	}
 }
 
-// merge adds the stats of other rows of the same column.
-func (s *colStats) merge(o *colStats) {
-	s.nulls += o.nulls
-	s.bad = s.bad || o.bad
-	if !o.has {
-		return
-	}
-	switch s.kind {
-	case kindTimestamp, kindLong:
-		if !s.has || o.minI < s.minI {
-			s.minI = o.minI
-		}
-		if !s.has || o.maxI > s.maxI {
-			s.maxI = o.maxI
-		}
-	case kindDouble:
-		if !s.has || o.minF < s.minF {
-			s.minF = o.minF
-		}
-		if !s.has || o.maxF > s.maxF {
-			s.maxF = o.maxF
-		}
-	case kindString:
-		if !s.has || string(o.minB) < string(s.minB) {
-			s.minB = append(s.minB[:0], o.minB...)
-		}
-		if !s.has || string(o.maxB) > string(s.maxB) {
-			s.maxB = append(s.maxB[:0], o.maxB...)
-		}
-	}
-	s.has = true
-}
-
 // dataFile is a written data file, ready for a Delta add action.
 type dataFile struct {
 	Path  string // relative to the table root

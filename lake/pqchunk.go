@@ -142,15 +142,12 @@ func ptrHash(p *byte) uint64 {
 	return uint64(uintptr(unsafe.Pointer(p))) * 0x9e3779b97f4a7c15 >> (64 - 10)
 }
 
-// pageBounds are the min and max of some non-null values of a column.
-// Byte bounds are owned copies.
+// pageBounds are the bounds of a page's or a chunk's non-null values:
+// booleans' too, and what the Delta stats need to know besides.
 type pageBounds struct {
-	has        bool
+	bounds
 	nan        bool // a NaN was seen (never a bound)
 	long       bool // a string longer than statsPrefix was seen (Delta stats)
-	minI, maxI int64
-	minF, maxF float64
-	minB, maxB []byte
 	minT, maxT bool
 }
 
@@ -355,13 +352,7 @@ func (e *colChunk) addRange(b *colBuf, lo, hi int) int {
 				continue
 			}
 			e.addWord(v)
-			if !pb.has || v < pb.minI {
-				pb.minI = v
-			}
-			if !pb.has || v > pb.maxI {
-				pb.maxI = v
-			}
-			pb.has = true
+			pb.addInt(v)
 		}
 	case kindDouble:
 		for j, v := range b.floats[lo:hi] {
@@ -373,13 +364,7 @@ func (e *colChunk) addRange(b *colBuf, lo, hi int) int {
 				pb.nan = true
 				continue
 			}
-			if !pb.has || v < pb.minF {
-				pb.minF = v
-			}
-			if !pb.has || v > pb.maxF {
-				pb.maxF = v
-			}
-			pb.has = true
+			pb.addFloat(v)
 		}
 	case kindBool:
 		for j, v := range b.bools[lo:hi] {
@@ -498,13 +483,7 @@ func (e *colChunk) boundBytes(v []byte) {
 	if len(v) > statsPrefix {
 		pb.long = true
 	}
-	if !pb.has || bytes.Compare(v, pb.minB) < 0 {
-		pb.minB = append(pb.minB[:0], v...)
-	}
-	if !pb.has || bytes.Compare(v, pb.maxB) > 0 {
-		pb.maxB = append(pb.maxB[:0], v...)
-	}
-	pb.has = true
+	pb.addBytes(v)
 }
 
 // cutPage encodes, compresses and appends the page being filled.
@@ -757,35 +736,15 @@ func roundUp(b []byte, n int) []byte {
 // mergeChunk adds a page's bounds to the chunk's.
 func (e *colChunk) mergeChunk(pb *pageBounds) {
 	cb := &e.cb
-	switch e.col.kind {
-	case kindTimestamp, kindLong:
-		if !cb.has || pb.minI < cb.minI {
-			cb.minI = pb.minI
-		}
-		if !cb.has || pb.maxI > cb.maxI {
-			cb.maxI = pb.maxI
-		}
-	case kindDouble:
-		if !cb.has || pb.minF < cb.minF {
-			cb.minF = pb.minF
-		}
-		if !cb.has || pb.maxF > cb.maxF {
-			cb.maxF = pb.maxF
-		}
-	case kindBool:
-		if !cb.has {
-			cb.minT, cb.maxT = pb.minT, pb.maxT
-		}
-		cb.minT = cb.minT && pb.minT
-		cb.maxT = cb.maxT || pb.maxT
-	default:
-		if !cb.has || bytes.Compare(pb.minB, cb.minB) < 0 {
-			cb.minB = append(cb.minB[:0], pb.minB...)
-		}
-		if !cb.has || bytes.Compare(pb.maxB, cb.maxB) > 0 {
-			cb.maxB = append(cb.maxB[:0], pb.maxB...)
-		}
+	if e.col.kind != kindBool {
+		cb.merge(e.col.kind, &pb.bounds)
+		return
 	}
+	if !cb.has {
+		cb.minT, cb.maxT = pb.minT, pb.maxT
+	}
+	cb.minT = cb.minT && pb.minT
+	cb.maxT = cb.maxT || pb.maxT
 	cb.has = true
 }
 

@@ -215,7 +215,7 @@ func checkPQ(path string, tb *table, rows [][]any, tamper func(string, *format.C
 			}
 			// The chunk's statistics.
 			cm := md.RowGroups[g].Columns[cc.Column()].MetaData
-			lo, hi, nulls, nan := bounds(typ, want, 0, rg.NumRows())
+			lo, hi, nulls, nan := valueBounds(typ, want, 0, rg.NumRows())
 			if cm.Statistics.NullCount != nulls {
 				fail("rg %d %s: null count %d, want %d", g, name, cm.Statistics.NullCount, nulls)
 			}
@@ -265,7 +265,7 @@ func checkPQ(path string, tb *table, rows [][]any, tamper func(string, *format.C
 					fail("rg %d %s page %d: offset %d not after %d", g, name, p, oi.Offset(p), oi.Offset(p-1))
 				}
 				end := row + perPage[p]
-				lo, hi, nulls, _ := bounds(typ, want, row, end)
+				lo, hi, nulls, _ := valueBounds(typ, want, row, end)
 				if raw.NullCounts[p] != nulls {
 					fail("rg %d %s page %d: index null count %d, want %d", g, name, p, raw.NullCounts[p], nulls)
 				}
@@ -321,9 +321,9 @@ func readColumnIndex(f *os.File, cc format.ColumnChunk) format.ColumnIndex {
 	return ci
 }
 
-// bounds returns the min, max (null when there are none) and null count
+// valueBounds returns the min, max (null when there are none) and null count
 // of rows lo to hi, NaN left out (nan reports one).
-func bounds(typ parquet.Type, val func(int64) parquet.Value, lo, hi int64) (mn, mx parquet.Value, nulls int64, nan bool) {
+func valueBounds(typ parquet.Type, val func(int64) parquet.Value, lo, hi int64) (mn, mx parquet.Value, nulls int64, nan bool) {
 	for i := lo; i < hi; i++ {
 		v := val(i)
 		if v.IsNull() {

@@ -104,35 +104,34 @@ func (f *pqFile) writeRowGroup(chunks []*colChunk, rows int64) error {
 	return nil
 }
 
-// close writes the page indexes and the footer, and flushes.
+// close writes the page indexes (every column index, then every offset
+// index, as parquet-go and parquet-java lay them out) and the footer, and
+// flushes.
 func (f *pqFile) close() error {
 	proto := new(thrift.CompactProtocol)
-	for g := range f.md.RowGroups {
-		for leaf := range f.colIdx[g] {
-			if !f.hasIdx[g][leaf] {
-				continue
-			}
-			b, err := thrift.Marshal(proto, &f.colIdx[g][leaf])
-			if err != nil {
-				return fmt.Errorf("encode column index: %w", err)
-			}
-			cc := &f.md.RowGroups[g].Columns[leaf]
-			cc.ColumnIndexOffset, cc.ColumnIndexLength = f.off, int32(len(b))
-			if err := f.write(b); err != nil {
-				return err
-			}
-		}
-	}
-	for g := range f.md.RowGroups {
-		for leaf := range f.offIdx[g] {
-			b, err := thrift.Marshal(proto, &f.offIdx[g][leaf])
-			if err != nil {
-				return fmt.Errorf("encode offset index: %w", err)
-			}
-			cc := &f.md.RowGroups[g].Columns[leaf]
-			cc.OffsetIndexOffset, cc.OffsetIndexLength = f.off, int32(len(b))
-			if err := f.write(b); err != nil {
-				return err
+	for _, offsets := range []bool{false, true} {
+		for g := range f.md.RowGroups {
+			for leaf := range f.offIdx[g] {
+				cc := &f.md.RowGroups[g].Columns[leaf]
+				var v any = &f.offIdx[g][leaf]
+				if !offsets {
+					if !f.hasIdx[g][leaf] {
+						continue
+					}
+					v = &f.colIdx[g][leaf]
+				}
+				b, err := thrift.Marshal(proto, v)
+				if err != nil {
+					return fmt.Errorf("encode page index: %w", err)
+				}
+				if offsets {
+					cc.OffsetIndexOffset, cc.OffsetIndexLength = f.off, int32(len(b))
+				} else {
+					cc.ColumnIndexOffset, cc.ColumnIndexLength = f.off, int32(len(b))
+				}
+				if err := f.write(b); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -11,44 +11,85 @@ import (
 // statsPrefix is how many bytes of a string Spark keeps in min/max stats.
 const statsPrefix = 32
 
+// bounds are the min and max of the non-null values of a column, by kind:
+// ints for timestamps and longs, floats for doubles, owned bytes for
+// strings and binary.
+type bounds struct {
+	has  bool // at least one value added
+	minI int64
+	maxI int64
+	minF float64
+	maxF float64
+	minB []byte
+	maxB []byte
+}
+
+func (b *bounds) addInt(v int64) {
+	if !b.has || v < b.minI {
+		b.minI = v
+	}
+	if !b.has || v > b.maxI {
+		b.maxI = v
+	}
+	b.has = true
+}
+
+func (b *bounds) addFloat(v float64) {
+	if !b.has || v < b.minF {
+		b.minF = v
+	}
+	if !b.has || v > b.maxF {
+		b.maxF = v
+	}
+	b.has = true
+}
+
+func (b *bounds) addBytes(v []byte) {
+	if !b.has || bytes.Compare(v, b.minB) < 0 {
+		b.minB = append(b.minB[:0], v...)
+	}
+	if !b.has || bytes.Compare(v, b.maxB) > 0 {
+		b.maxB = append(b.maxB[:0], v...)
+	}
+	b.has = true
+}
+
+// merge adds the bounds of other values of a column of kind k.
+func (b *bounds) merge(k kind, o *bounds) {
+	if !o.has {
+		return
+	}
+	switch k {
+	case kindTimestamp, kindLong:
+		b.addInt(o.minI)
+		b.addInt(o.maxI)
+	case kindDouble:
+		b.addFloat(o.minF)
+		b.addFloat(o.maxF)
+	default:
+		b.addBytes(o.minB)
+		b.addBytes(o.maxB)
+	}
+}
+
 // colStats accumulates the Delta file statistics of one column.
 type colStats struct {
+	bounds
 	kind  kind
 	nulls int64
-	has   bool // at least one non-null value seen
 	bad   bool // a value that cannot be a bound (NaN, ±Inf, invalid UTF-8, long max)
-	minI  int64
-	maxI  int64
-	minF  float64
-	maxF  float64
-	minB  []byte
-	maxB  []byte
 }
 
-func (s *colStats) addInt(v int64) {
-	if !s.has || v < s.minI {
-		s.minI = v
-	}
-	if !s.has || v > s.maxI {
-		s.maxI = v
-	}
-	s.has = true
-}
-
+// addFloat adds v to the bounds unless Spark's stats cannot hold it.
 func (s *colStats) addFloat(v float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		s.bad = true
 		return
 	}
-	if !s.has || v < s.minF {
-		s.minF = v
-	}
-	if !s.has || v > s.maxF {
-		s.maxF = v
-	}
-	s.has = true
+	s.bounds.addFloat(v)
 }
 
+// addBytes adds a string's Spark stats prefix to the bounds.
 func (s *colStats) addBytes(b []byte) {
 	if s.kind == kindBinary {
 		return // Spark keeps no min/max for binary
@@ -59,13 +100,14 @@ func (s *colStats) addBytes(b []byte) {
 		s.bad = true
 		b = b[:statsPrefix]
 	}
-	if !s.has || bytes.Compare(b, s.minB) < 0 {
-		s.minB = append(s.minB[:0], b...)
-	}
-	if !s.has || bytes.Compare(b, s.maxB) > 0 {
-		s.maxB = append(s.maxB[:0], b...)
-	}
-	s.has = true
+	s.bounds.addBytes(b)
+}
+
+// merge adds the stats of other rows of the same column.
+func (s *colStats) merge(o *colStats) {
+	s.nulls += o.nulls
+	s.bad = s.bad || o.bad
+	s.bounds.merge(s.kind, &o.bounds)
 }
 
 // formatStatsTime renders a timestamp bound as Spark does, in milliseconds.
