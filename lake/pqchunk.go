@@ -77,11 +77,11 @@ type colChunk struct {
 	enc      int
 	dictable bool
 
-	// The page being filled. words holds INT64 and DOUBLE values as their
-	// 8 PLAIN bytes' integer, so one dictionary and one PLAIN encoder serve
-	// both; plainBytes holds byte values PLAIN-encoded (while the chunk is
-	// PLAIN, or its dictionary is still on probation); codes the dictionary
-	// indexes of the page's non-null values.
+	// The page being filled. words and plainBytes hold its non-null values
+	// PLAIN while the chunk is PLAIN or its dictionary on probation:
+	// numbers as the integer of their 8 PLAIN bytes, so one dictionary and
+	// one PLAIN encoder serve INT64 and DOUBLE; byte values PLAIN-encoded.
+	// codes holds their dictionary indexes while there is a dictionary.
 	n          int // values, nulls included
 	nulls      int
 	defs       []byte
