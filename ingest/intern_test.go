@@ -1,0 +1,108 @@
+package ingest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"tidemark"
+)
+
+func TestKeyTableInterns(t *testing.T) {
+	kt := newKeyTable()
+	a := kt.intern([]byte("\x01\x02/a"))
+	b := kt.intern([]byte("\x01\x02/a"))
+	if a != "\x01\x02/a" || b != a {
+		t.Fatalf("got %q and %q", a, b)
+	}
+	buf := []byte("\x01\x02/b")
+	c := kt.intern(buf)
+	buf[3] = 'x' // the caller's buffer is reused: the key must not change
+	if c != "\x01\x02/b" {
+		t.Fatalf("the interned key shares the caller's buffer: %q", c)
+	}
+	long := make([]byte, internMaxKey+1)
+	for i := range long {
+		long[i] = 'k'
+	}
+	if k := kt.intern(long); string(k) != string(long) {
+		t.Fatalf("a key over internMaxKey came back as %q", k)
+	}
+	if n := testing.AllocsPerRun(100, func() { kt.intern([]byte("\x01\x02/a")) }); n != 0 {
+		t.Fatalf("a known key allocated %.0f times", n)
+	}
+}
+
+// TestKeyTableBounded feeds far more distinct keys than the table holds:
+// it stops at its bound, every answer has the right bytes, and a key that
+// keeps coming back is found again (not allocated) almost every time.
+func TestKeyTableBounded(t *testing.T) {
+	kt := newKeyTable()
+	rng := rand.New(rand.NewPCG(1, 2))
+	hot := []byte("\x01\x03hot")
+	hits, tries := 0, 0
+	for i := range 400_000 {
+		cold := fmt.Appendf(nil, "\x01\x07u%06d", rng.IntN(300_000))
+		if k := kt.intern(cold); string(k) != string(cold) {
+			t.Fatalf("got %q for %q", k, cold)
+		}
+		if i%10 == 0 {
+			first := kt.intern(hot)
+			tries++
+			if testing.AllocsPerRun(1, func() {
+				if kt.intern(hot) != first {
+					t.Fatal("the hot key changed")
+				}
+			}) == 0 {
+				hits++
+			}
+		}
+	}
+	if len(kt.slots) != internMaxSlots {
+		t.Fatalf("table has %d slots, want its bound %d", len(kt.slots), internMaxSlots)
+	}
+	if hits < tries*9/10 {
+		t.Fatalf("the hot key was found again only %d of %d times", hits, tries)
+	}
+}
+
+// genLines are lines like scripts/gen's, with users drawn from `users`.
+func genLines(n, users int) [][]byte {
+	rng := rand.New(rand.NewPCG(7, 8))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lines := make([][]byte, n)
+	for i := range lines {
+		et := base.Add(time.Duration(i) * 500 * time.Microsecond)
+		at := et.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+		lines[i] = fmt.Appendf(nil, `{"event_time":"%s","arrival_time":"%s","page":"/p/%d","country":"NG","client":"web","user_id":"u%d","action":"view","value":%d.%02d}`,
+			et.Format("2006-01-02T15:04:05.000Z07:00"), at.Format("2006-01-02T15:04:05.000Z07:00"), rng.IntN(1000), rng.IntN(users), rng.IntN(100), rng.IntN(100))
+	}
+	return lines
+}
+
+// BenchmarkDecodeGenerated decodes scripts/gen-like lines as the stream
+// of the README's benchmarks does: keyed by page (1,000 keys) and by user
+// (300,000 keys, issue 16's per-user dashboard).
+func BenchmarkDecodeGenerated(b *testing.B) {
+	for _, key := range []string{"page", "user_id"} {
+		b.Run("key="+key, func(b *testing.B) {
+			d, err := NewNDJSONDecoder(DecoderConfig{Keys: []string{key}, ValueField: "value", ArrivalField: "arrival_time", MaxFuture: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			lines := genLines(1<<18, 300_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var r tidemark.Record
+			for i := 0; i < b.N; i++ {
+				r.Payload = lines[i%len(lines)]
+				d.Decode(&r)
+				if r.Reason != tidemark.ReasonNone {
+					b.Fatalf("%s: %s", r.Reason, r.Err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+		})
+	}
+}
