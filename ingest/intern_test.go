@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"tidemark"
 )
@@ -31,6 +32,22 @@ func TestKeyTableInterns(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { kt.intern([]byte("\x01\x02/a")) }); n != 0 {
 		t.Fatalf("a known key allocated %.0f times", n)
+	}
+	// Below its bound the table drops no key (it grows, 1,024 slots at
+	// first): each comes back as the very string interned first.
+	kt = newKeyTable()
+	var first []tidemark.Key
+	for i := range internMaxSlots / 8 {
+		first = append(first, kt.intern(fmt.Appendf(nil, "\x01\x05p%05d", i)))
+	}
+	if len(kt.slots) == internFirstSlots {
+		t.Fatalf("%d keys in %d slots: the table did not grow", len(first), len(kt.slots))
+	}
+	for i, k := range first {
+		got := kt.intern(fmt.Appendf(nil, "\x01\x05p%05d", i))
+		if unsafe.StringData(string(got)) != unsafe.StringData(string(k)) {
+			t.Fatalf("key %q was dropped before the table reached its bound", k)
+		}
 	}
 }
 
