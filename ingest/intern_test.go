@@ -108,18 +108,7 @@ func BenchmarkDecodeGenerated(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			lines := genLines(1<<18, 300_000)
-			b.ReportAllocs()
-			b.ResetTimer()
-			var r tidemark.Record
-			for i := 0; i < b.N; i++ {
-				r.Payload = lines[i%len(lines)]
-				d.Decode(&r)
-				if r.Reason != tidemark.ReasonNone {
-					b.Fatalf("%s: %s", r.Reason, r.Err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+			benchDecode(b, d, genLines(1<<18, 300_000))
 		})
 	}
 }
