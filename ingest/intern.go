@@ -42,11 +42,13 @@ type internSlot struct {
 const (
 	internFirstSlots = 1 << 10
 	// internMaxSlots bounds the table: 24 bytes a slot (192 KiB) and one
-	// tag byte, plus the keys it holds, at most internMaxKey bytes each.
+	// tag byte, plus the keys it holds, at most internMaxKey bytes each
+	// (2 MiB at most).
 	internMaxSlots = 1 << 13
-	// internMaxKey is the longest key interned; a longer one is rarely a
-	// repeated dimension value and is allocated each time.
-	internMaxKey = 128
+	// internMaxKey is the longest key interned (a URL path fits); a
+	// longer one is rarely a repeated dimension value and is allocated
+	// each time.
+	internMaxKey = 256
 )
 
 func newKeyTable() keyTable { return keyTable{seed: maphash.MakeSeed()} }
