@@ -112,3 +112,31 @@ func BenchmarkDecodeGenerated(b *testing.B) {
 		})
 	}
 }
+
+// FuzzKeyTable interns a sequence of keys cut from the input (a small
+// alphabet, so keys repeat and groups fill) and checks every answer has
+// the bytes asked for, however the table grew or replaced entries.
+func FuzzKeyTable(f *testing.F) {
+	f.Add([]byte("a,b,a,ccc,b,,a"), uint8(3))
+	f.Add([]byte("x,y,z,x,y,z,xyz"), uint8(1))
+	f.Fuzz(func(t *testing.T, in []byte, spread uint8) {
+		kt := newKeyTable()
+		var key []byte
+		for round := range int(spread%8) + 1 {
+			for _, c := range in {
+				if c != ',' {
+					key = append(key, c)
+					continue
+				}
+				key = fmt.Appendf(key, "#%d", round) // more distinct keys each round
+				if got := kt.intern(key); string(got) != string(key) {
+					t.Fatalf("got %q for %q", got, key)
+				}
+				key = key[:0]
+			}
+		}
+		if len(kt.slots) > internMaxSlots || len(kt.tags)*8 != len(kt.slots) {
+			t.Fatalf("table of %d slots, %d tag words", len(kt.slots), len(kt.tags))
+		}
+	})
+}
