@@ -148,14 +148,5 @@ func BenchmarkDecodeCSV(b *testing.B) {
 			base.Add(time.Duration(i)*37*time.Millisecond).Format(time.RFC3339Nano), i%50, i%1000, i%300, i%10)
 	}
 	b.SetBytes(int64(len(lines[0]) + 1))
-	b.ReportAllocs()
-	var r tidemark.Record
-	for i := 0; i < b.N; i++ {
-		r.Payload = lines[i%len(lines)]
-		d.Decode(&r)
-		if r.Reason != tidemark.ReasonNone {
-			b.Fatalf("%s: %s", r.Reason, r.Err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	benchDecode(b, d, lines)
 }

@@ -34,14 +34,13 @@ func NewDecoder(cfg DecoderConfig) (Decoder, error) {
 // fields is the decoding state both formats share: the parsed time and
 // value settings and the reused key buffer with its intern table.
 type fields struct {
-	cfg        DecoderConfig
-	tp         timeParser
-	maxFuture  int64 // µs; < 0 disables
-	floor      int64 // µs; MinEventTime, or tidemark.MinTime without one
-	keyBuf     []byte
-	scratch    []byte
-	intern     map[string]tidemark.Key
-	internSize int
+	cfg       DecoderConfig
+	tp        timeParser
+	maxFuture int64 // µs; < 0 disables
+	floor     int64 // µs; MinEventTime, or tidemark.MinTime without one
+	keyBuf    []byte
+	scratch   []byte
+	keys      keyTable
 }
 
 func newFields(cfg DecoderConfig) (fields, error) {
@@ -61,24 +60,16 @@ func newFields(cfg DecoderConfig) (fields, error) {
 	if !cfg.MinEventTime.IsZero() {
 		floor = cfg.MinEventTime.UnixMicro()
 	}
-	return fields{cfg: cfg, tp: tp, maxFuture: mf, floor: floor, intern: map[string]tidemark.Key{}, internSize: 1 << 16}, nil
+	return fields{cfg: cfg, tp: tp, maxFuture: mf, floor: floor, keys: newKeyTable()}, nil
 }
 
-// key returns the Key for the parts accumulated in keyBuf, interned so a
-// repeated key costs no allocation.
+// key returns the Key for the parts accumulated in keyBuf, interned
+// (keyTable) so a repeated key costs no allocation.
 func (f *fields) key() tidemark.Key {
 	if len(f.keyBuf) == 0 {
 		return ""
 	}
-	if k, ok := f.intern[string(f.keyBuf)]; ok {
-		return k
-	}
-	k := tidemark.Key(f.keyBuf)
-	if len(f.intern) >= f.internSize {
-		clear(f.intern) // bounded: high-cardinality keys just stop being interned for a while
-	}
-	f.intern[string(k)] = k
-	return k
+	return f.keys.intern(f.keyBuf)
 }
 
 // checkTime quarantines an event before the time floor (too_old) or too

@@ -273,6 +273,11 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 		size += int64(len(l)) + 1
 	}
 	b.SetBytes(size / int64(len(lines)))
+	benchDecode(b, d, lines)
+}
+
+// benchDecode decodes the lines round and round, each a valid event.
+func benchDecode(b *testing.B, d Decoder, lines [][]byte) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var r tidemark.Record

@@ -14,6 +14,7 @@ import (
 type timeParser struct {
 	layout string // optional Go layout, used for strings instead of RFC 3339
 	unit   int64  // from unitMicros: > 0 multiplies to µs, < 0 divides
+	dates  dateCache
 }
 
 func newTimeParser(layout, unit string) (timeParser, error) {
@@ -26,7 +27,7 @@ func newTimeParser(layout, unit string) (timeParser, error) {
 
 // parseString parses a string time: the layout if one is set, else RFC 3339,
 // else (in both cases) a numeric epoch in the configured unit.
-func (p timeParser) parseString(b []byte) (int64, error) {
+func (p *timeParser) parseString(b []byte) (int64, error) {
 	if p.layout != "" {
 		t, err := time.Parse(p.layout, string(b))
 		if err == nil {
@@ -37,7 +38,7 @@ func (p timeParser) parseString(b []byte) (int64, error) {
 		}
 		return 0, fmt.Errorf("time %q does not match layout %q", b, p.layout)
 	}
-	if us, ok := parseRFC3339(b); ok {
+	if us, ok := p.dates.parseRFC3339(b); ok {
 		return us, nil
 	}
 	if us, ok := p.parseEpoch(b); ok {
@@ -68,31 +69,35 @@ func parseRFC3339(s []byte) (int64, bool) {
 	if len(s) < 19 {
 		return 0, false
 	}
-	ok := true
-	num := func(b []byte, lo, hi int) int {
-		x := 0
-		for _, c := range b {
-			if c < '0' || c > '9' {
-				ok = false
-				return lo
-			}
-			x = x*10 + int(c-'0')
-		}
-		if x < lo || x > hi {
-			ok = false
-		}
-		return x
-	}
-	year := num(s[0:4], 0, 9999)
-	month := num(s[5:7], 1, 12)
+	days, ok := parseDate(s)
 	if !ok {
 		return 0, false
 	}
-	day := num(s[8:10], 1, daysIn(month, year))
-	hour := num(s[11:13], 0, 23)
-	minute := num(s[14:16], 0, 59)
-	sec := num(s[17:19], 0, 59)
-	if !ok || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
+	return parseClock(s, days)
+}
+
+// parseDate parses the YYYY-MM-DD of an RFC 3339 time of at least 19
+// bytes to days since 1970-01-01.
+func parseDate(s []byte) (int64, bool) {
+	y1, ok1 := digits2(s[0], s[1])
+	y2, ok2 := digits2(s[2], s[3])
+	month, ok3 := digits2(s[5], s[6])
+	day, ok4 := digits2(s[8], s[9])
+	year := y1*100 + y2
+	if !ok1 || !ok2 || !ok3 || !ok4 || s[4] != '-' || s[7] != '-' ||
+		month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+		return 0, false
+	}
+	return daysFromCivil(year, month, day), true
+}
+
+// parseClock parses the rest of an RFC 3339 time of at least 19 bytes
+// whose date is days: the separator, hh:mm:ss, the fraction and the zone.
+func parseClock(s []byte, days int64) (int64, bool) {
+	hour, ok1 := digits2(s[11], s[12])
+	minute, ok2 := digits2(s[14], s[15])
+	sec, ok3 := digits2(s[17], s[18])
+	if !ok1 || !ok2 || !ok3 || hour > 23 || minute > 59 || sec > 59 || s[13] != ':' || s[16] != ':' {
 		return 0, false
 	}
 	sep := s[10]
@@ -115,9 +120,9 @@ func parseRFC3339(s []byte) (int64, bool) {
 	case len(s) == 0 && sep == ' ': // SQL style, no zone: UTC
 	case len(s) == 1 && (s[0] == 'Z' || s[0] == 'z'):
 	case len(s) == 6 && (s[0] == '+' || s[0] == '-') && s[3] == ':':
-		hh := num(s[1:3], 0, 23)
-		mm := num(s[4:6], 0, 59)
-		if !ok {
+		hh, ok1 := digits2(s[1], s[2])
+		mm, ok2 := digits2(s[4], s[5])
+		if !ok1 || !ok2 || hh > 23 || mm > 59 {
 			return 0, false
 		}
 		offset = (hh*60 + mm) * 60
@@ -127,8 +132,41 @@ func parseRFC3339(s []byte) (int64, bool) {
 	default:
 		return 0, false
 	}
-	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec) - int64(offset)
+	secs := days*86400 + int64(hour*3600+minute*60+sec) - int64(offset)
 	return secs*1_000_000 + micros, true
+}
+
+// digits2 is the value of two decimal digits.
+func digits2(a, b byte) (int, bool) {
+	a, b = a-'0', b-'0'
+	return int(a)*10 + int(b), a <= 9 && b <= 9
+}
+
+// dateCache remembers the last date an RFC 3339 time had: the times of a
+// stream's lines mostly share their day, and the date is half of parsing
+// one.
+type dateCache struct {
+	date [10]byte
+	days int64
+	ok   bool
+}
+
+// parseRFC3339 is the package's parseRFC3339, reusing the date of the
+// previous time when the bytes are the same (FuzzParseRFC3339Cached holds
+// the two equal).
+func (c *dateCache) parseRFC3339(s []byte) (int64, bool) {
+	if len(s) < 19 {
+		return 0, false
+	}
+	if !c.ok || string(s[:10]) != string(c.date[:]) {
+		days, ok := parseDate(s)
+		if !ok {
+			return 0, false
+		}
+		copy(c.date[:], s[:10])
+		c.days, c.ok = days, true
+	}
+	return parseClock(s, c.days)
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -134,6 +134,26 @@ func FuzzParseRFC3339(f *testing.F) {
 	})
 }
 
+// FuzzParseRFC3339Cached holds the decoders' date-caching parser to
+// parseRFC3339 on every time of a sequence: a date remembered from the
+// previous time never changes an answer.
+func FuzzParseRFC3339Cached(f *testing.F) {
+	f.Add("2026-01-01T10:00:00Z", "2026-01-01T10:00:00.5+01:00", "2026-01-02T00:00:00Z")
+	f.Add("2026-01-01T10:00:00Z", "2026-01-01x10:00:00Z", "2026-01-01T10:00:00Z")
+	f.Add("2026-02-29T10:00:00Z", "2024-02-29T10:00:00Z", "2024-02-29 10:00:00")
+	f.Add("2026-01-01T10:00:00Z", "2026-01-01", "2026-01-01T25:00:00Z")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		var dc dateCache
+		for _, s := range []string{a, b, c, a} {
+			got, ok := dc.parseRFC3339([]byte(s))
+			want, wantOK := parseRFC3339([]byte(s))
+			if got != want || ok != wantOK {
+				t.Fatalf("after %q, %q: cached %d, %v; parseRFC3339 %d, %v", a, b, got, ok, want, wantOK)
+			}
+		}
+	})
+}
+
 func FuzzParseEpoch(f *testing.F) {
 	for _, s := range []string{"0", "1700000000.5", "-1.0000001", "1e3", "123456789012345678"} {
 		f.Add(s, uint8(0))

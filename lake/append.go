@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"tidemark"
@@ -73,7 +74,12 @@ func (a addFile) action(now int64, dataChange bool) delta.Action {
 
 // AppendBatch writes one micro-batch: at most one commit per table, each
 // with txn {AppID, BatchID}, so a replayed batch is a no-op in every table.
-// A table that gets no rows from the batch gets no commit.
+// A table that gets no rows from the batch gets no commit. The quarantine
+// table is written and committed on a goroutine of its own while
+// raw_events is (two tables, two logs: neither reads the other), so its
+// file's and commit's fsyncs are not waited for one after the other;
+// window_results follows both, so a reader that sees a batch's windows
+// sees its raw rows too.
 func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 	ingest := b.IngestTime
 	if ingest == 0 {
@@ -90,6 +96,31 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 		}
 	}
 	params := map[string]string{"outputMode": "Append", "queryId": b.AppID, "epochId": strconv.FormatInt(b.BatchID, 10)}
+	var quarantined sync.WaitGroup
+	var qErr error
+	if len(bad) > 0 {
+		quarantined.Go(func() {
+			qErr = l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
+				return l.writeQuarantine(ctx, b.Records, bad, ingest, b.BatchID)
+			})
+		})
+	}
+	rawErr := l.appendRaw(ctx, b, txn, valid, ingest, params)
+	quarantined.Wait()
+	if err := errors.Join(rawErr, qErr); err != nil {
+		return fmt.Errorf("append batch %d: %w", b.BatchID, err)
+	}
+	if len(b.Closed) > 0 {
+		if err := l.emitWindows(ctx, b, txn, ingest, params); err != nil {
+			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
+		}
+	}
+	return nil
+}
+
+// appendRaw commits the batch's valid records to raw_events, with the
+// stream's watermark txn.
+func (l *Lake) appendRaw(ctx context.Context, b Batch, txn *delta.Txn, valid []int, ingest int64, params map[string]string) error {
 	if len(valid) > 0 {
 		var extra []delta.Action
 		if b.Watermark != nil {
@@ -99,20 +130,7 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 			return l.writeRaw(ctx, b.Records, valid, ingest, b.BatchID)
 		})
 		if err != nil {
-			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
-		}
-	}
-	if len(bad) > 0 {
-		err := l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
-			return l.writeQuarantine(ctx, b.Records, bad, ingest, b.BatchID)
-		})
-		if err != nil {
-			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
-		}
-	}
-	if len(b.Closed) > 0 {
-		if err := l.emitWindows(ctx, b, txn, ingest, params); err != nil {
-			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
+			return err
 		}
 	}
 	return nil
