@@ -253,12 +253,19 @@ func (e *Engine) finish(res *BatchResult) {
 		slices.SortFunc(res.Emitted, tidemark.CompareResults)
 	}
 	res.Watermark, res.HasWatermark = e.w, e.hasW
-	res.OpenWindows = e.index.Len()
+	res.OpenWindows = int(e.openRows())
 	res.StateBytes = e.stateBytes()
 	if e.disk != nil {
-		res.OpenWindows = int(e.disk.open + e.memNew)
 		res.StateBytes += e.disk.bytes()
 	}
+}
+
+// openRows is the number of open (window, key) pairs, on either store.
+func (e *Engine) openRows() int64 {
+	if e.disk != nil {
+		return e.disk.open + e.memNew
+	}
+	return int64(e.index.Len())
 }
 
 // Err reports a failure of the state store during the last Process or
