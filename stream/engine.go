@@ -62,7 +62,7 @@ type Engine struct {
 type keyEntry struct {
 	key    tidemark.Key
 	prefix uint64 // orderedPrefix(key): sortSlots orders by it without reading the key
-	refs   int32  // open slots holding the key
+	refs   int32  // open slots holding the key; -1 once the entry is freed
 	// last is a hint: the slot the key was last given (mostly its pair in
 	// the newest window, where most of its records land), checked against
 	// the slot's own (window, key) before use, so add finds that pair
@@ -399,7 +399,7 @@ func (e *Engine) newKey(key tidemark.Key, h int) int32 {
 	}
 	var scratch [16]byte
 	e.keys[id] = keyEntry{key: key, prefix: orderedPrefix(key, scratch[:0])}
-	e.keyIDs.putHashed(e.keys, key, id, h)
+	e.keyIDs.putHashed(e.keys, id, h)
 	e.keyBytes += int64(len(key))
 	return id
 }
@@ -412,7 +412,7 @@ func (e *Engine) releaseKey(id int32) {
 	}
 	e.keyIDs.del(k.key, id)
 	e.keyBytes -= int64(len(k.key))
-	*k = keyEntry{}
+	*k = keyEntry{refs: -1} // freed: the key table's rehash skips it
 	e.freeKeys = append(e.freeKeys, id)
 }
 

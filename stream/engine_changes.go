@@ -51,6 +51,36 @@ func (e *Engine) Changes() *Changes {
 	return c
 }
 
+// marshalChanges is Changes().MarshalBinary() encoded straight from the
+// slab, without the intermediate results (a per-user batch changes ~60k
+// pairs): the checkpoint's changelog.
+func (e *Engine) marshalChanges() []byte {
+	b := make([]byte, 0, 64+len(e.changed)*48)
+	b = append(b, changesMagic...)
+	b = appendBool(b, e.hasW)
+	b = binary.AppendVarint(b, e.w)
+	b = appendSources(b, e.sourceStates(nil))
+	size := e.cfg.Window.Size
+	n := 0
+	for _, ch := range e.changed {
+		if !e.closes(ch.start) {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for _, ch := range e.changed {
+		if e.closes(ch.start) {
+			continue
+		}
+		s := &e.slots[ch.idx]
+		b = binary.AppendVarint(b, ch.start)
+		b = binary.AppendVarint(b, size)
+		b = appendString(b, string(e.keys[s.key].key))
+		b = appendAgg(b, s.agg)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
 // Apply replays a changelog entry onto the engine: the sources and the
 // watermark are replaced, every window the watermark closes is freed
 // (without output) and the upserts are written. The engine must hold the

@@ -34,6 +34,9 @@ func TestChangesReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if direct, _ := e.changelog(); !bytes.Equal(direct, c) {
+				t.Fatalf("seed %d: the checkpoint's changelog differs from Changes' encoding", seed)
+			}
 			logs = append(logs, c)
 			s, _ := e.State().MarshalBinary()
 			snaps = append(snaps, s)

@@ -65,14 +65,21 @@ func (t *keyTable) getHashed(keys []keyEntry, k tidemark.Key, h int) (int32, boo
 
 // put adds key k, absent from the table, with id.
 func (t *keyTable) put(keys []keyEntry, k tidemark.Key, id int32) {
-	t.putHashed(keys, k, id, t.hash(k))
+	t.putHashed(keys, id, t.hash(k))
 }
 
-// putHashed is put of a key whose hash is h.
-func (t *keyTable) putHashed(keys []keyEntry, k tidemark.Key, id int32, h int) {
+// putHashed is put of a key whose hash is h. keys[id] holds the key
+// already: a table that must grow is rebuilt from keys, the new one with it.
+func (t *keyTable) putHashed(keys []keyEntry, id int32, h int) {
 	if (t.used+1)*4 > len(t.slots)*3 {
 		t.rehash(keys, t.live+1)
+		return
 	}
+	t.insert(id, h)
+}
+
+// insert adds id, hashed to h, to a table with room for it.
+func (t *keyTable) insert(id int32, h int) {
 	mask := len(t.slots) - 1
 	i := h & mask
 	for t.slots[i] >= 0 {
@@ -98,14 +105,15 @@ func (t *keyTable) del(k tidemark.Key, id int32) {
 }
 
 // rehash rebuilds the table without tombstones, sized for n keys at under
-// half full.
+// half full, from keys: every entry but the freed ones (refs < 0). It reads
+// keys in order rather than through the old table's ids, which for a
+// per-user state were a cache miss each.
 func (t *keyTable) rehash(keys []keyEntry, n int) {
-	old := t.slots
 	t.slots = emptySlots(n)
 	t.live, t.used = 0, 0
-	for _, id := range old {
-		if id >= 0 {
-			t.put(keys, keys[id].key, id)
+	for id := range keys {
+		if k := &keys[id]; k.refs >= 0 {
+			t.insert(int32(id), t.hash(k.key))
 		}
 	}
 }
@@ -154,11 +162,19 @@ func (t *slotTable) get(slots []slot, seq uint32, kid int32) (int32, bool) {
 	}
 }
 
-// put adds slot idx, whose (seq, key) is absent from the table.
+// put adds slot idx, whose (seq, key) is absent from the table; the slab
+// holds it already, so a table that must grow is rebuilt from the slab, idx
+// with it.
 func (t *slotTable) put(slots []slot, idx int32) {
 	if (t.used+1)*4 > len(t.slots)*3 {
 		t.rehash(slots, t.live+1)
+		return
 	}
+	t.insert(slots, idx)
+}
+
+// insert adds slot idx to a table with room for it.
+func (t *slotTable) insert(slots []slot, idx int32) {
 	mask := len(t.slots) - 1
 	s := &slots[idx]
 	i := slotHash(s.seq(), s.key) & mask
@@ -186,14 +202,15 @@ func (t *slotTable) del(slots []slot, idx int32) {
 }
 
 // rehash rebuilds the table without tombstones, sized for n pairs at under
-// half full.
+// half full, from the slab: every slot but the freed ones (key < 0), read
+// in order rather than through the old table's indices, which for a
+// per-user state were a cache miss each.
 func (t *slotTable) rehash(slots []slot, n int) {
-	old := t.slots
 	t.slots = emptySlots(n)
 	t.live, t.used = 0, 0
-	for _, idx := range old {
-		if idx >= 0 {
-			t.put(slots, idx)
+	for idx := range slots {
+		if slots[idx].key >= 0 {
+			t.insert(slots, int32(idx))
 		}
 	}
 }

@@ -46,7 +46,7 @@ var (
 
 func (e *Engine) watermark() (int64, bool)   { return e.w, e.hasW }
 func (e *Engine) snapshot() []byte           { return e.MarshalSnapshot() }
-func (e *Engine) changelog() ([]byte, error) { return e.Changes().MarshalBinary() }
+func (e *Engine) changelog() ([]byte, error) { return e.marshalChanges(), nil }
 
 func (e *SessionEngine) watermark() (int64, bool) { return e.w, e.hasW }
 func (e *SessionEngine) openRows() int64          { return int64(e.open) }
