@@ -39,7 +39,7 @@ type Engine struct {
 	freeKeys []int32
 
 	index   slotTable // (bucket seq, key id) -> index into slots
-	slots   []slot
+	slots   slab
 	free    []int32  // indices of freed slots, reused first
 	buckets []bucket // open window starts, ascending, each with its slots
 	spare   [][]int32
@@ -224,7 +224,7 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 			if e.closes(c.start) {
 				continue // closes below, emitted once as final
 			}
-			s := &e.slots[c.idx]
+			s := e.slots.at(c.idx)
 			res.Emitted = append(res.Emitted, tidemark.Result{
 				Window: tidemark.Window{Start: c.start, End: c.start + e.cfg.Window.Size},
 				Key:    e.keys[s.key].key,
@@ -311,7 +311,7 @@ func (e *Engine) source(name string) *source {
 func (e *Engine) resetChanged() {
 	for _, c := range e.changed {
 		if !e.closes(c.start) {
-			e.slots[c.idx].seqf &^= changedBit
+			e.slots.at(c.idx).seqf &^= changedBit
 		}
 	}
 	e.changed = e.changed[:0]
@@ -336,10 +336,10 @@ func (e *Engine) add(r *tidemark.Record, h int) (late bool) {
 		var idx int32
 		if found && known {
 			seq := e.buckets[pos].seq
-			if l := e.keys[kid].last; uint(l) < uint(len(e.slots)) && e.slots[l].key == kid && e.slots[l].seq() == seq {
+			if l := e.keys[kid].last; uint(l) < uint(e.slots.len()) && e.slots.at(l).matches(seq, kid) {
 				idx = l
 			} else {
-				idx, found = e.index.get(e.slots, seq, kid)
+				idx, found = e.index.get(&e.slots, seq, kid)
 			}
 		} else {
 			found = false
@@ -351,7 +351,7 @@ func (e *Engine) add(r *tidemark.Record, h int) (late bool) {
 			idx = e.newSlot(pos, win.Start, kid)
 			e.fetch(idx, win.Start, r.Key)
 		}
-		s := &e.slots[idx]
+		s := e.slots.at(idx)
 		s.agg.Add(r.Value, r.HasValue)
 		if s.seqf&changedBit == 0 {
 			s.seqf |= changedBit
@@ -440,15 +440,14 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 		idx = e.free[n-1]
 		e.free = e.free[:n-1]
 	} else {
-		idx = int32(len(e.slots))
-		e.slots = append(e.slots, slot{})
+		idx = e.slots.push()
 	}
 	b := &e.buckets[pos]
-	e.slots[idx] = slot{key: kid, seqf: b.seq}
+	*e.slots.at(idx) = slot{key: kid, seqf: b.seq}
 	e.keys[kid].refs++
 	e.keys[kid].last = idx
 	b.slots = append(b.slots, idx)
-	e.index.put(e.slots, idx)
+	e.index.put(&e.slots, idx)
 	return idx
 }
 
@@ -541,7 +540,7 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 			order = e.sortSlots(b, order)
 		}
 		for _, idx := range b.slots {
-			s := &e.slots[idx]
+			s := e.slots.at(idx)
 			if emit {
 				out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
 			}
@@ -555,7 +554,7 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 					e.memNew--
 				}
 			}
-			e.index.del(e.slots, idx)
+			e.index.del(&e.slots, idx)
 			e.releaseKey(s.key)
 			*s = slot{key: -1} // matches no key: a stale last hint misses
 			e.free = append(e.free, idx)
@@ -576,7 +575,7 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 // has closed, releasing them as compact would: the empty tables grow again
 // on the next put.
 func (e *Engine) clearOpen() {
-	e.slots, e.free = nil, nil
+	e.slots, e.free = slab{}, nil
 	e.keys, e.freeKeys = nil, nil
 	e.spare = nil
 	e.keyIDs = keyTable{seed: e.keyIDs.seed}
@@ -595,25 +594,25 @@ const compactMin = 4096
 // so it is paid for by those closes.
 func (e *Engine) compact() {
 	open := e.index.Len()
-	if len(e.slots) < compactMin || open > len(e.slots)/4 {
+	if e.slots.len() < compactMin || open > e.slots.len()/4 {
 		return
 	}
-	remap := make([]int32, len(e.slots)) // old slot index -> new
+	remap := make([]int32, e.slots.len()) // old slot index -> new
 	keyRemap := make([]int32, len(e.keys))
 	for i := range keyRemap {
 		keyRemap[i] = -1
 	}
-	slots := make([]slot, 0, open)
+	var slots slab
 	keys := make([]keyEntry, 0, e.keyIDs.Len())
 	keyIDs := keyTable{seed: e.keyIDs.seed}
 	keyIDs.reset(e.keyIDs.Len())
 	var index slotTable
-	index.rehash(nil, open)
+	index.rehash(&slots, open)
 	for bi := range e.buckets {
 		b := &e.buckets[bi]
 		list := make([]int32, 0, len(b.slots))
 		for _, idx := range b.slots {
-			s := e.slots[idx]
+			s := *e.slots.at(idx)
 			kid := keyRemap[s.key]
 			if kid < 0 {
 				kid = int32(len(keys))
@@ -623,13 +622,13 @@ func (e *Engine) compact() {
 				keyRemap[s.key] = kid
 			}
 			keys[kid].refs++
-			keys[kid].last = int32(len(slots))
 			s.key = kid
-			n := int32(len(slots))
+			n := slots.push()
+			*slots.at(n) = s
+			keys[kid].last = n
 			remap[idx] = n
 			list = append(list, n)
-			slots = append(slots, s)
-			index.put(slots, n)
+			index.put(&slots, n)
 		}
 		b.slots = list
 	}
@@ -643,16 +642,16 @@ func (e *Engine) compact() {
 }
 
 // Approximate memory per open (window, key): the slot (56 B with the
-// compensated sum), its entry in the slot table with load-factor slack
-// (~6-10 B), the bucket list entry (4 B) and slab growth slack. Per open
-// key: the key table entry (32 B: the key, its ordered prefix, its
-// reference count and last slot) and its slot in the intern table (~6 B),
-// less what the slack estimates leave over, and the key bytes.
-// BenchmarkStateBytes (84 B per pair, 1k keys in 100 windows) and
-// BenchmarkStateBytesPerUser (112 B, a key per pair) measure the real
-// figure; the estimate is within ~10% of both.
+// compensated sum; the slab's chunks leave no growth slack worth counting),
+// its entry in the slot table with load-factor slack (~6-10 B) and the
+// bucket list entry (4 B). Per open key: the key table entry (32 B: the
+// key, its ordered prefix, its reference count and last slot) and its slot
+// in the intern table (~6 B), less what the slack estimates leave over, and
+// the key bytes. BenchmarkStateBytes (73 B per pair, 1k keys in 100
+// windows) and BenchmarkStateBytesPerUser (103 B, a key per pair) measure
+// the real figure; the estimate is within ~10% of both.
 const (
-	bytesPerSlot = 78
+	bytesPerSlot = 68
 	bytesPerKey  = 32
 )
 

@@ -38,7 +38,7 @@ func (e *Engine) Changes() *Changes {
 		if e.closes(ch.start) {
 			continue // closed by the watermark, freed
 		}
-		s := &e.slots[ch.idx]
+		s := e.slots.at(ch.idx)
 		c.Upserts = append(c.Upserts, tidemark.Result{
 			Window: tidemark.Window{Start: ch.start, End: ch.start + size},
 			Key:    e.keys[s.key].key,
@@ -72,7 +72,7 @@ func (e *Engine) marshalChanges() []byte {
 		if e.closes(ch.start) {
 			continue
 		}
-		s := &e.slots[ch.idx]
+		s := e.slots.at(ch.idx)
 		b = binary.AppendVarint(b, ch.start)
 		b = binary.AppendVarint(b, size)
 		b = appendString(b, string(e.keys[s.key].key))
@@ -118,7 +118,7 @@ func (e *Engine) Apply(c *Changes) error {
 		kid, known := e.keyIDs.get(e.keys, r.Key)
 		idx := int32(-1)
 		if found && known {
-			if i, ok := e.index.get(e.slots, e.buckets[pos].seq, kid); ok {
+			if i, ok := e.index.get(&e.slots, e.buckets[pos].seq, kid); ok {
 				idx = i
 			}
 		}
@@ -129,7 +129,7 @@ func (e *Engine) Apply(c *Changes) error {
 			idx = e.newSlot(pos, r.Window.Start, kid)
 			e.fetch(idx, r.Window.Start, r.Key) // only to count it: the upsert replaces it
 		}
-		e.slots[idx].agg = r.Agg
+		e.slots.at(idx).agg = r.Agg
 	}
 	e.resetChanged()
 	return e.diskErr

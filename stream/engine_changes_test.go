@@ -193,8 +193,8 @@ func TestCompactHighCardinality(t *testing.T) {
 		peak, compacted := 0, false
 		for i, b := range batches {
 			e.Process(slices.Clone(b.recs), b.now)
-			peak = max(peak, len(e.slots))
-			compacted = compacted || len(e.slots) < peak
+			peak = max(peak, e.slots.len())
+			compacted = compacted || e.slots.len() < peak
 			if err := replica.Apply(e.Changes()); err != nil {
 				t.Fatal(err)
 			}

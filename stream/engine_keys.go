@@ -144,7 +144,7 @@ func slotHash(seq uint32, kid int32) int {
 }
 
 // get returns the slot of (seq, kid).
-func (t *slotTable) get(slots []slot, seq uint32, kid int32) (int32, bool) {
+func (t *slotTable) get(slots *slab, seq uint32, kid int32) (int32, bool) {
 	if t.live == 0 {
 		return 0, false
 	}
@@ -155,7 +155,7 @@ func (t *slotTable) get(slots []slot, seq uint32, kid int32) (int32, bool) {
 			return 0, false
 		case tombstone:
 		default:
-			if s := &slots[idx]; s.key == kid && s.seq() == seq {
+			if slots.at(idx).matches(seq, kid) {
 				return idx, true
 			}
 		}
@@ -165,7 +165,7 @@ func (t *slotTable) get(slots []slot, seq uint32, kid int32) (int32, bool) {
 // put adds slot idx, whose (seq, key) is absent from the table; the slab
 // holds it already, so a table that must grow is rebuilt from the slab, idx
 // with it.
-func (t *slotTable) put(slots []slot, idx int32) {
+func (t *slotTable) put(slots *slab, idx int32) {
 	if (t.used+1)*4 > len(t.slots)*3 {
 		t.rehash(slots, t.live+1)
 		return
@@ -174,9 +174,9 @@ func (t *slotTable) put(slots []slot, idx int32) {
 }
 
 // insert adds slot idx to a table with room for it.
-func (t *slotTable) insert(slots []slot, idx int32) {
+func (t *slotTable) insert(slots *slab, idx int32) {
 	mask := len(t.slots) - 1
-	s := &slots[idx]
+	s := slots.at(idx)
 	i := slotHash(s.seq(), s.key) & mask
 	for t.slots[i] >= 0 {
 		i = (i + 1) & mask
@@ -189,9 +189,9 @@ func (t *slotTable) insert(slots []slot, idx int32) {
 }
 
 // del removes slot idx, present, before the slot itself is cleared.
-func (t *slotTable) del(slots []slot, idx int32) {
+func (t *slotTable) del(slots *slab, idx int32) {
 	mask := len(t.slots) - 1
-	s := &slots[idx]
+	s := slots.at(idx)
 	for i := slotHash(s.seq(), s.key) & mask; ; i = (i + 1) & mask {
 		if t.slots[i] == idx {
 			t.slots[i] = tombstone
@@ -205,12 +205,12 @@ func (t *slotTable) del(slots []slot, idx int32) {
 // half full, from the slab: every slot but the freed ones (key < 0), read
 // in order rather than through the old table's indices, which for a
 // per-user state were a cache miss each.
-func (t *slotTable) rehash(slots []slot, n int) {
+func (t *slotTable) rehash(slots *slab, n int) {
 	t.slots = emptySlots(n)
 	t.live, t.used = 0, 0
-	for idx := range slots {
-		if slots[idx].key >= 0 {
-			t.insert(slots, int32(idx))
+	for idx := range int32(slots.len()) {
+		if slots.at(idx).key >= 0 {
+			t.insert(slots, idx)
 		}
 	}
 }
@@ -280,8 +280,8 @@ func (e *Engine) touch(recs []tidemark.Record, hashes []int) {
 		}
 	}
 	for i := range recs {
-		if l := ids[i]; uint(l) < uint(len(e.slots)) {
-			sink += e.slots[l].key
+		if l := ids[i]; uint(l) < uint(e.slots.len()) {
+			sink += e.slots.at(l).key
 		}
 	}
 	e.touched += sink

@@ -368,10 +368,10 @@ func TestStateBounded(t *testing.T) {
 		}
 		res := e.Process(batch, t0)
 		if b == 10 {
-			peakSlots = len(e.slots)
+			peakSlots = e.slots.len()
 		}
-		if b > 10 && (len(e.slots) > peakSlots || len(e.buckets) > 4 || res.OpenWindows > peakSlots) {
-			t.Fatalf("batch %d: %d slots, %d buckets, %d open; peak after warm-up %d slots", b, len(e.slots), len(e.buckets), res.OpenWindows, peakSlots)
+		if b > 10 && (e.slots.len() > peakSlots || len(e.buckets) > 4 || res.OpenWindows > peakSlots) {
+			t.Fatalf("batch %d: %d slots, %d buckets, %d open; peak after warm-up %d slots", b, e.slots.len(), len(e.buckets), res.OpenWindows, peakSlots)
 		}
 	}
 }
