@@ -45,7 +45,9 @@ func perUserRecords(n int, byUser bool) []tidemark.Record {
 // events in batches of 100k): every batch processed and checkpointed by the
 // snapshot rule to a directory store, then the drain. It reports the CPU of
 // each part per run, for keys by page (50) and by user (~220k open pairs at
-// the drain): the per-user extra the runner's share of the ratio comes from.
+// the drain): the per-user extra the runner's share of the ratio comes from;
+// and what a restart after the last batch before the drain costs (reading
+// the snapshot and changelogs the rule left, and building the engine).
 func BenchmarkPerUserStream(b *testing.B) {
 	const events, batch = 600_000, 100_000
 	for _, byUser := range []bool{false, true} {
@@ -57,7 +59,7 @@ func BenchmarkPerUserStream(b *testing.B) {
 			recs := perUserRecords(events, byUser)
 			cfg := Config{Window: tidemark.WindowSpec{Size: time.Minute.Microseconds()}, Lateness: 5 * time.Minute}
 			ctx := context.Background()
-			var process, ckpt, drain, written int64
+			var process, ckpt, drain, restart, written int64
 			var windows int
 			work := make([]tidemark.Record, batch)
 			for b.Loop() {
@@ -89,6 +91,16 @@ func BenchmarkPerUserStream(b *testing.B) {
 					id++
 				}
 				c0 := cpuTime()
+				rec, err := (&checkpoint{st: dir}).recover(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				again, err := rec.engine(cfg)
+				if err != nil || again.openRows() != e.openRows() {
+					b.Fatalf("restart: %v, %d open rows, want %d", err, again.openRows(), e.openRows())
+				}
+				restart += cpuTime() - c0
+				c0 = cpuTime()
 				res, after := e.drainForCheckpoint()
 				if err := ck.commit(ctx, id, nil, e, after); err != nil {
 					b.Fatal(err)
@@ -101,6 +113,7 @@ func BenchmarkPerUserStream(b *testing.B) {
 			b.ReportMetric(float64(process/n)/1e6, "process-cpu-ms")
 			b.ReportMetric(float64(ckpt/n)/1e6, "checkpoint-cpu-ms")
 			b.ReportMetric(float64(drain/n)/1e6, "drain-cpu-ms")
+			b.ReportMetric(float64(restart/n)/1e6, "restart-cpu-ms")
 			b.ReportMetric(float64(written/n)/(1<<20), "checkpoint-MiB")
 			b.ReportMetric(float64(windows), "windows")
 		})
