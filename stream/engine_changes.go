@@ -68,7 +68,10 @@ func (e *Engine) marshalChanges() []byte {
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(n))
-	for _, ch := range e.changed {
+	for i, ch := range e.changed {
+		if i+touchAhead < len(e.changed) {
+			e.touchSlot(e.changed[i+touchAhead].idx)
+		}
 		if e.closes(ch.start) {
 			continue
 		}

@@ -286,3 +286,15 @@ func (e *Engine) touch(recs []tidemark.Record, hashes []int) {
 	}
 	e.touched += sink
 }
+
+// touchSlot reads slot idx and its key entry, as touch does for records:
+// the changelog's walk over a batch's changed slots (in the order records
+// first touched them: all over the slab) calls it some slots ahead, so the
+// misses of the slots it will read overlap.
+func (e *Engine) touchSlot(idx int32) {
+	if uint(idx) < uint(e.slots.len()) {
+		if kid := e.slots.at(idx).key; kid >= 0 {
+			e.touched += e.keys[kid].refs
+		}
+	}
+}
