@@ -185,8 +185,9 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 	var src *source
 	var srcName string
 	var hashes [touchAhead]int
+	ahead := e.keyIDs.Len() >= touchMinKeys
 	for i := range recs {
-		if i%touchAhead == 0 {
+		if ahead && i%touchAhead == 0 {
 			e.touch(recs[i:min(i+touchAhead, len(recs))], hashes[:])
 		}
 		r := &recs[i]
@@ -210,7 +211,11 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 			src.max = t
 		}
 		r.Status = tidemark.StatusOK
-		if e.add(r, hashes[i%touchAhead]) {
+		h := hashes[i%touchAhead]
+		if !ahead {
+			h = e.keyIDs.hash(r.Key)
+		}
+		if e.add(r, h) {
 			r.Status = tidemark.StatusLate
 			res.Dropped++
 		}
@@ -334,11 +339,15 @@ func (e *Engine) add(r *tidemark.Record, h int) (late bool) {
 		var found bool
 		pos, found = e.findBucket(win.Start, pos)
 		var idx int32
+		var s *slot
 		if found && known {
 			seq := e.buckets[pos].seq
-			if l := e.keys[kid].last; uint(l) < uint(e.slots.len()) && e.slots.at(l).matches(seq, kid) {
-				idx = l
-			} else {
+			if l := e.keys[kid].last; uint(l) < uint(e.slots.len()) {
+				if p := e.slots.at(l); p.matches(seq, kid) {
+					idx, s = l, p
+				}
+			}
+			if s == nil {
 				idx, found = e.index.get(&e.slots, seq, kid)
 			}
 		} else {
@@ -351,7 +360,9 @@ func (e *Engine) add(r *tidemark.Record, h int) (late bool) {
 			idx = e.newSlot(pos, win.Start, kid)
 			e.fetch(idx, win.Start, r.Key)
 		}
-		s := e.slots.at(idx)
+		if s == nil {
+			s = e.slots.at(idx)
+		}
 		s.agg.Add(r.Value, r.HasValue)
 		if s.seqf&changedBit == 0 {
 			s.seqf |= changedBit

@@ -7,7 +7,7 @@ package stream
 // was a fifth of the engine's time in the per-user run. A chunk is
 // allocated when the last one fills; the slack is at most one chunk.
 type slab struct {
-	chunks [][]slot
+	chunks []*[slabChunk]slot // arrays, so at needs no bounds check within one
 	n      int32 // slots in use: indices 0..n-1
 }
 
@@ -31,7 +31,7 @@ func (s *slab) len() int { return int(s.n) }
 func (s *slab) push() int32 {
 	i := s.n
 	if int(i>>slabShift) == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]slot, slabChunk))
+		s.chunks = append(s.chunks, new([slabChunk]slot))
 	}
 	s.n++
 	*s.at(i) = slot{}
