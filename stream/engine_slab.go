@@ -8,7 +8,7 @@ package stream
 // allocated when the last one fills; the slack is at most one chunk.
 type slab struct {
 	chunks []*[slabChunk]slot // arrays, so at needs no bounds check within one
-	n      int32 // slots in use: indices 0..n-1
+	n      int32              // slots in use: indices 0..n-1
 }
 
 const (
