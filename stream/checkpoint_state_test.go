@@ -426,3 +426,33 @@ func FuzzCheckpointCommit(f *testing.F) {
 		}
 	})
 }
+
+// TestSnapshotDue is the snapshot rule's arithmetic: a snapshot when the
+// chain would outgrow twice the snapshot the state would make now, the
+// last one scaled by open rows; commit entries without snapshot_rows keep
+// the rule before it.
+func TestSnapshotDue(t *testing.T) {
+	snap := func(bytes, rows, changelogBytes int64, changelogs int) *stateRef {
+		return &stateRef{SnapshotBytes: bytes, SnapshotRows: rows, ChangelogBytes: changelogBytes, Changelogs: changelogs}
+	}
+	for _, c := range []struct {
+		name    string
+		prev    *stateRef
+		changes int64
+		open    int64
+		want    bool
+	}{
+		{"no snapshot yet", nil, 10, 10, true},
+		{"changelog limit", snap(1000, 100, 0, 100), 1, 100, true},
+		{"steady state, chain under twice", snap(1000, 100, 900, 9), 99, 100, false},
+		{"steady state, chain past twice", snap(1000, 100, 950, 9), 100, 100, true},
+		{"growing state: the chain grows with it", snap(2000, 40_000, 7000, 3), 2400, 190_000, false},
+		{"shrunk state: a small snapshot is due", snap(10_000, 1000, 100, 1), 100, 10, true},
+		{"entry before snapshot_rows: changelogs under the snapshot", snap(1000, 0, 500, 1), 400, 1_000_000, false},
+		{"entry before snapshot_rows: changelogs past the snapshot", snap(1000, 0, 500, 1), 600, 1_000_000, true},
+	} {
+		if got := snapshotDue(c.prev, c.changes, c.open, maxChangelogs); got != c.want {
+			t.Errorf("%s: snapshotDue = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
