@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -321,6 +322,66 @@ func TestCheckpointDamage(t *testing.T) {
 		h.restart(ctx, batches)
 		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
 			t.Fatal("the state after replaying the batch with the damaged changelog differs")
+		}
+	})
+	// A well-formed changelog of the same size but other content (a file
+	// from another copy of the checkpoint, say) is not the one the commit
+	// recorded: its frame CRC differs, so the batch is replayed rather
+	// than the file's state taken.
+	t.Run("last state file replaced", func(t *testing.T) {
+		h, root := setup(t)
+		want, _ := h.eng.State().MarshalBinary()
+		path := filepath.Join(root, changelogKey(7))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c Changes
+		if err := c.UnmarshalBinary(data); err != nil || len(c.Upserts) == 0 {
+			t.Fatalf("changelog 7: %v, %d upserts", err, len(c.Upserts))
+		}
+		c.Upserts[0].Agg.Sum += 1000 // a float: the encoding keeps its size
+		other, _ := c.MarshalBinary()
+		if len(other) != len(data) {
+			t.Fatalf("the altered changelog has %d bytes, want %d", len(other), len(data))
+		}
+		if err := os.WriteFile(path, other, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if next := h.restart(ctx, batches); next != 8 {
+			t.Fatalf("restart continues at %d, want 8 (batch 7 replayed)", next)
+		}
+		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
+			t.Fatal("the state after the replaced changelog differs")
+		}
+	})
+	// Commit entries written before recorded the whole file's CRC-32C; they
+	// still load.
+	t.Run("whole-file CRC of an older entry", func(t *testing.T) {
+		h, root := setup(t)
+		want, _ := h.eng.State().MarshalBinary()
+		data, err := os.ReadFile(filepath.Join(root, changelogKey(7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entry commitEntry
+		if err := h.ck.read(ctx, batchKey("commits", 7), &entry); err != nil {
+			t.Fatal(err)
+		}
+		entry.State.CRC = crc32.Checksum(data, castagnoli)
+		if err := h.ck.write(ctx, batchKey("commits", 7), entry); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := (&checkpoint{st: h.st}).recover(ctx)
+		if err != nil || rec.commit.BatchID != 7 || rec.pending != nil {
+			t.Fatalf("recover: %v; want commit 7 and nothing pending", err)
+		}
+		e, err := rec.engine(h.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.State().MarshalBinary(); !bytes.Equal(got, want) {
+			t.Fatal("the state from the older entry differs")
 		}
 	})
 }
