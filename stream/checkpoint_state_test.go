@@ -272,6 +272,17 @@ func TestCheckpointDamage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// replayed restarts h and checks that batch 7 was replayed from its
+	// logged input, to the state want.
+	replayed := func(t *testing.T, h *ckHarness, want []byte) {
+		t.Helper()
+		if next := h.restart(ctx, batches); next != 8 {
+			t.Fatalf("restart continues at %d, want 8 (batch 7 replayed)", next)
+		}
+		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
+			t.Fatal("the state after replaying batch 7 differs")
+		}
+	}
 	t.Run("middle changelog", func(t *testing.T) {
 		h, root := setup(t)
 		name := changelogKey(h.ck.chain.Snapshot + 1)
@@ -297,12 +308,7 @@ func TestCheckpointDamage(t *testing.T) {
 		h, root := setup(t)
 		want, _ := h.eng.State().MarshalBinary()
 		damage(t, filepath.Join(root, batchKey("commits", 7)))
-		if next := h.restart(ctx, batches); next != 8 {
-			t.Fatalf("restart continues at %d, want 8 (batch 7 replayed)", next)
-		}
-		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
-			t.Fatal("the state after replaying the damaged batch differs")
-		}
+		replayed(t, h, want)
 	})
 	t.Run("pending write-ahead entry", func(t *testing.T) {
 		h, root := setup(t)
@@ -348,12 +354,7 @@ func TestCheckpointDamage(t *testing.T) {
 		if err := os.WriteFile(path, other, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if next := h.restart(ctx, batches); next != 8 {
-			t.Fatalf("restart continues at %d, want 8 (batch 7 replayed)", next)
-		}
-		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
-			t.Fatal("the state after the replaced changelog differs")
-		}
+		replayed(t, h, want)
 	})
 	// Commit entries written before recorded the whole file's CRC-32C; they
 	// still load.
