@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -181,7 +180,7 @@ func (c *checkpoint) writeState(ctx context.Context, batchID int64, eng windower
 	}
 	if e, ok := eng.(*Engine); ok && e.disk != nil {
 		after, _ := state.(*State) // a window engine's drain state
-		if err := e.flushDisk(e.diskMarkerFor(c.id, batchID, crc32.Checksum(changes, castagnoli), after)); err != nil {
+		if err := e.flushDisk(e.diskMarkerFor(c.id, batchID, frameCRC(changes), after)); err != nil {
 			return nil, err
 		}
 	}

@@ -31,23 +31,52 @@ import (
 //
 // The snapshot rule: a batch writes a snapshot instead of a changelog when
 // there is none yet, at --drain, after maxChangelogs changelogs, or when the
-// changelogs since the last snapshot, its own included, would outweigh that
-// snapshot. So the checkpoint bytes a batch writes are, amortized, at most
-// twice what it changed (a snapshot is paid for by as many changelog bytes
-// before it), and a restart reads at most about twice the state's size.
+// chain a restart would read (the last snapshot and the changelogs since,
+// this batch's included) would outgrow twice the snapshot the state would
+// make now. That size is estimated without encoding anything: the last
+// snapshot's bytes scaled by how the state's heap estimate (state_bytes)
+// moved since it was written. So a restart reads at most about twice the
+// state's current size, and the checkpoint bytes a batch writes are,
+// amortized, at most twice what it changed: a snapshot of size S comes only
+// after about S changelog bytes. A state that only grows (a backfill, a
+// stream filling its lateness window with new keys) writes changelogs,
+// since each one adds to the state about as much as to the chain; before
+// this rule, snapshots came at doubling intervals while a state grew (three
+// of 22 MB in all for the 600k-event per-user run), each encoding the whole
+// state.
 const maxChangelogs = 100
+
+// snapshotDue reports whether a batch whose changelog is changes bytes
+// writes a snapshot after prev by the rule above; open is the engine's open
+// rows after the batch.
+func snapshotDue(prev *stateRef, changes, open int64, limit int) bool {
+	if prev == nil || prev.Changelogs >= limit {
+		return true
+	}
+	chain := prev.SnapshotBytes + prev.ChangelogBytes + changes
+	if prev.SnapshotRows <= 0 {
+		// Written before snapshot_rows was recorded, or of an empty
+		// state: the changelogs may weigh what the snapshot does.
+		return prev.ChangelogBytes+changes > prev.SnapshotBytes
+	}
+	now := float64(prev.SnapshotBytes) * float64(open) / float64(prev.SnapshotRows)
+	return float64(chain) > 2*now
+}
 
 // stateRef is the part of a commit entry that locates the engine state.
 type stateRef struct {
 	Snapshot       int64  `json:"snapshot"`        // the batch whose snapshot the chain starts from
 	File           string `json:"file"`            // this batch's state file
 	Bytes          int64  `json:"bytes"`           // its size
-	CRC            uint32 `json:"crc32c"`          // its CRC-32C
+	CRC            uint32 `json:"crc32c"`          // its frame's CRC-32C (frameCRC)
 	SnapshotBytes  int64  `json:"snapshot_bytes"`  // size of the chain's snapshot
 	ChangelogBytes int64  `json:"changelog_bytes"` // changelog bytes after the snapshot, this batch's included
 	Changelogs     int    `json:"changelogs"`      // changelogs after the snapshot, this batch's included
-	// Token is the CRC-32C of the batch's changes (Changes.MarshalBinary),
-	// whichever file the batch wrote: a local Pebble state records it with
+	// SnapshotRows is how many open rows the chain's snapshot holds: the
+	// snapshot rule scales SnapshotBytes by the rows open now against it.
+	SnapshotRows int64 `json:"snapshot_rows,omitempty"`
+	// Token is the frame CRC-32C of the batch's changes
+	// (Changes.MarshalBinary), whichever file the batch wrote: a local Pebble state records it with
 	// the batch id, and a restart reuses that state only when both match.
 	Token uint32 `json:"changes_crc32c"`
 }
@@ -67,15 +96,15 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 	if limit <= 0 {
 		limit = maxChangelogs
 	}
-	snapshot := override != nil || prev == nil || prev.Changelogs >= limit ||
-		prev.ChangelogBytes+int64(len(changes)) > prev.SnapshotBytes
-	ref := &stateRef{Snapshot: id, Token: crc32.Checksum(changes, castagnoli)}
+	open := eng.openRows()
+	snapshot := override != nil || snapshotDue(prev, int64(len(changes)), open, limit)
+	ref := &stateRef{Snapshot: id, Token: frameCRC(changes), SnapshotRows: open}
 	if !snapshot {
-		ref.Snapshot, ref.SnapshotBytes = prev.Snapshot, prev.SnapshotBytes
+		ref.Snapshot, ref.SnapshotBytes, ref.SnapshotRows = prev.Snapshot, prev.SnapshotBytes, prev.SnapshotRows
 		ref.File = changelogKey(id)
 		ref.ChangelogBytes = prev.ChangelogBytes + int64(len(changes))
 		ref.Changelogs = prev.Changelogs + 1
-		ref.Bytes, ref.CRC = int64(len(changes)), crc32.Checksum(changes, castagnoli)
+		ref.Bytes, ref.CRC = int64(len(changes)), frameCRC(changes)
 		return ref, c.put(ctx, ref.File, changes)
 	}
 	ref.File = snapshotKey(id)
@@ -97,7 +126,7 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 		}
 	}
 	ref.SnapshotBytes = int64(len(data))
-	ref.Bytes, ref.CRC = int64(len(data)), crc32.Checksum(data, castagnoli)
+	ref.Bytes, ref.CRC = int64(len(data)), frameCRC(data)
 	if err := c.put(ctx, ref.File, data); err != nil {
 		return nil, err
 	}
@@ -142,8 +171,27 @@ func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (
 		return 0, 0, fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
 	c.written += size
-	// The ref's CRC is of the whole file, the frame's own CRC included.
-	return size, crc32.Update(sum, castagnoli, binary.LittleEndian.AppendUint32(nil, sum)), nil
+	return size, sum, nil // the frame's CRC, as frameCRC reads it from the file
+}
+
+// frameCRC is a state file's own CRC-32C, of everything before it (its
+// last four bytes): what a commit entry records of the file (crc32c) and
+// of the batch's changes (changes_crc32c). Entries written before recorded
+// the CRC-32C of the whole file instead, frame CRC included, which is the
+// same constant for every intact file (a CRC's residue); checkFileCRC
+// accepts it for them.
+func frameCRC(data []byte) uint32 {
+	if len(data) < 4 {
+		return crc32.Checksum(data, castagnoli)
+	}
+	return binary.LittleEndian.Uint32(data[len(data)-4:])
+}
+
+// checkFileCRC reports whether a state file matches the CRC its commit
+// entry recorded: its frame's CRC, or for entries written before that, the
+// whole file's.
+func checkFileCRC(data []byte, recorded uint32) bool {
+	return frameCRC(data) == recorded || crc32.Checksum(data, castagnoli) == recorded
 }
 
 // committed records that the commit entry carrying ref is written: from now
@@ -283,7 +331,7 @@ func (c *checkpoint) loadState(ctx context.Context, id int64, ref *stateRef) (*c
 		if err != nil {
 			return nil, err
 		}
-		if last && (int64(len(data)) != ref.Bytes || crc32.Checksum(data, castagnoli) != ref.CRC) {
+		if last && (int64(len(data)) != ref.Bytes || !checkFileCRC(data, ref.CRC)) {
 			return nil, &corruptError{key: c.describe(key), err: fmt.Errorf("%d bytes and checksum differ from what commit %d recorded (%d bytes)", len(data), id, ref.Bytes)}
 		}
 		return data, nil

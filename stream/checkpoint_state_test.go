@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -271,6 +272,17 @@ func TestCheckpointDamage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// replayed restarts h and checks that batch 7 was replayed from its
+	// logged input, to the state want.
+	replayed := func(t *testing.T, h *ckHarness, want []byte) {
+		t.Helper()
+		if next := h.restart(ctx, batches); next != 8 {
+			t.Fatalf("restart continues at %d, want 8 (batch 7 replayed)", next)
+		}
+		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
+			t.Fatal("the state after replaying batch 7 differs")
+		}
+	}
 	t.Run("middle changelog", func(t *testing.T) {
 		h, root := setup(t)
 		name := changelogKey(h.ck.chain.Snapshot + 1)
@@ -296,12 +308,7 @@ func TestCheckpointDamage(t *testing.T) {
 		h, root := setup(t)
 		want, _ := h.eng.State().MarshalBinary()
 		damage(t, filepath.Join(root, batchKey("commits", 7)))
-		if next := h.restart(ctx, batches); next != 8 {
-			t.Fatalf("restart continues at %d, want 8 (batch 7 replayed)", next)
-		}
-		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
-			t.Fatal("the state after replaying the damaged batch differs")
-		}
+		replayed(t, h, want)
 	})
 	t.Run("pending write-ahead entry", func(t *testing.T) {
 		h, root := setup(t)
@@ -321,6 +328,61 @@ func TestCheckpointDamage(t *testing.T) {
 		h.restart(ctx, batches)
 		if got, _ := h.eng.State().MarshalBinary(); !bytes.Equal(got, want) {
 			t.Fatal("the state after replaying the batch with the damaged changelog differs")
+		}
+	})
+	// A well-formed changelog of the same size but other content (a file
+	// from another copy of the checkpoint, say) is not the one the commit
+	// recorded: its frame CRC differs, so the batch is replayed rather
+	// than the file's state taken.
+	t.Run("last state file replaced", func(t *testing.T) {
+		h, root := setup(t)
+		want, _ := h.eng.State().MarshalBinary()
+		path := filepath.Join(root, changelogKey(7))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c Changes
+		if err := c.UnmarshalBinary(data); err != nil || len(c.Upserts) == 0 {
+			t.Fatalf("changelog 7: %v, %d upserts", err, len(c.Upserts))
+		}
+		c.Upserts[0].Agg.Sum += 1000 // a float: the encoding keeps its size
+		other, _ := c.MarshalBinary()
+		if len(other) != len(data) {
+			t.Fatalf("the altered changelog has %d bytes, want %d", len(other), len(data))
+		}
+		if err := os.WriteFile(path, other, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		replayed(t, h, want)
+	})
+	// Commit entries written before recorded the whole file's CRC-32C; they
+	// still load.
+	t.Run("whole-file CRC of an older entry", func(t *testing.T) {
+		h, root := setup(t)
+		want, _ := h.eng.State().MarshalBinary()
+		data, err := os.ReadFile(filepath.Join(root, changelogKey(7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entry commitEntry
+		if err := h.ck.read(ctx, batchKey("commits", 7), &entry); err != nil {
+			t.Fatal(err)
+		}
+		entry.State.CRC = crc32.Checksum(data, castagnoli)
+		if err := h.ck.write(ctx, batchKey("commits", 7), entry); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := (&checkpoint{st: h.st}).recover(ctx)
+		if err != nil || rec.commit.BatchID != 7 || rec.pending != nil {
+			t.Fatalf("recover: %v; want commit 7 and nothing pending", err)
+		}
+		e, err := rec.engine(h.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.State().MarshalBinary(); !bytes.Equal(got, want) {
+			t.Fatal("the state from the older entry differs")
 		}
 	})
 }
@@ -425,4 +487,34 @@ func FuzzCheckpointCommit(f *testing.F) {
 			eng.Process([]tidemark.Record{{Source: "s", EventTime: 100}}, t0)
 		}
 	})
+}
+
+// TestSnapshotDue is the snapshot rule's arithmetic: a snapshot when the
+// chain would outgrow twice the snapshot the state would make now, the
+// last one scaled by open rows; commit entries without snapshot_rows keep
+// the rule before it.
+func TestSnapshotDue(t *testing.T) {
+	snap := func(bytes, rows, changelogBytes int64, changelogs int) *stateRef {
+		return &stateRef{SnapshotBytes: bytes, SnapshotRows: rows, ChangelogBytes: changelogBytes, Changelogs: changelogs}
+	}
+	for _, c := range []struct {
+		name    string
+		prev    *stateRef
+		changes int64
+		open    int64
+		want    bool
+	}{
+		{"no snapshot yet", nil, 10, 10, true},
+		{"changelog limit", snap(1000, 100, 0, 100), 1, 100, true},
+		{"steady state, chain under twice", snap(1000, 100, 900, 9), 99, 100, false},
+		{"steady state, chain past twice", snap(1000, 100, 950, 9), 100, 100, true},
+		{"growing state: the chain grows with it", snap(2000, 40_000, 7000, 3), 2400, 190_000, false},
+		{"shrunk state: a small snapshot is due", snap(10_000, 1000, 100, 1), 100, 10, true},
+		{"entry before snapshot_rows: changelogs under the snapshot", snap(1000, 0, 500, 1), 400, 1_000_000, false},
+		{"entry before snapshot_rows: changelogs past the snapshot", snap(1000, 0, 500, 1), 600, 1_000_000, true},
+	} {
+		if got := snapshotDue(c.prev, c.changes, c.open, maxChangelogs); got != c.want {
+			t.Errorf("%s: snapshotDue = %v, want %v", c.name, got, c.want)
+		}
+	}
 }

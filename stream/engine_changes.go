@@ -38,7 +38,7 @@ func (e *Engine) Changes() *Changes {
 		if e.closes(ch.start) {
 			continue // closed by the watermark, freed
 		}
-		s := &e.slots[ch.idx]
+		s := e.slots.at(ch.idx)
 		c.Upserts = append(c.Upserts, tidemark.Result{
 			Window: tidemark.Window{Start: ch.start, End: ch.start + size},
 			Key:    e.keys[s.key].key,
@@ -49,6 +49,39 @@ func (e *Engine) Changes() *Changes {
 		c.Upserts = nil // every changed pair closed
 	}
 	return c
+}
+
+// marshalChanges is Changes().MarshalBinary() encoded straight from the
+// slab, without the intermediate results (a per-user batch changes ~60k
+// pairs): the checkpoint's changelog.
+func (e *Engine) marshalChanges() []byte {
+	b := make([]byte, 0, 64+len(e.changed)*48)
+	b = append(b, changesMagic...)
+	b = appendBool(b, e.hasW)
+	b = binary.AppendVarint(b, e.w)
+	b = appendSources(b, e.sourceStates(nil))
+	size := e.cfg.Window.Size
+	n := 0
+	for _, ch := range e.changed {
+		if !e.closes(ch.start) {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i, ch := range e.changed {
+		if i+touchAhead < len(e.changed) {
+			e.touchSlot(e.changed[i+touchAhead].idx)
+		}
+		if e.closes(ch.start) {
+			continue
+		}
+		s := e.slots.at(ch.idx)
+		b = binary.AppendVarint(b, ch.start)
+		b = binary.AppendVarint(b, size)
+		b = appendString(b, string(e.keys[s.key].key))
+		b = appendAgg(b, s.agg)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // Apply replays a changelog entry onto the engine: the sources and the
@@ -88,7 +121,7 @@ func (e *Engine) Apply(c *Changes) error {
 		kid, known := e.keyIDs.get(e.keys, r.Key)
 		idx := int32(-1)
 		if found && known {
-			if i, ok := e.index.get(e.slots, e.buckets[pos].seq, kid); ok {
+			if i, ok := e.index.get(&e.slots, e.buckets[pos].seq, kid); ok {
 				idx = i
 			}
 		}
@@ -99,7 +132,7 @@ func (e *Engine) Apply(c *Changes) error {
 			idx = e.newSlot(pos, r.Window.Start, kid)
 			e.fetch(idx, r.Window.Start, r.Key) // only to count it: the upsert replaces it
 		}
-		e.slots[idx].agg = r.Agg
+		e.slots.at(idx).agg = r.Agg
 	}
 	e.resetChanged()
 	return e.diskErr

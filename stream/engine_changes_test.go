@@ -34,6 +34,9 @@ func TestChangesReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if direct, _ := e.changelog(); !bytes.Equal(direct, c) {
+				t.Fatalf("seed %d: the checkpoint's changelog differs from Changes' encoding", seed)
+			}
 			logs = append(logs, c)
 			s, _ := e.State().MarshalBinary()
 			snaps = append(snaps, s)
@@ -190,8 +193,8 @@ func TestCompactHighCardinality(t *testing.T) {
 		peak, compacted := 0, false
 		for i, b := range batches {
 			e.Process(slices.Clone(b.recs), b.now)
-			peak = max(peak, len(e.slots))
-			compacted = compacted || len(e.slots) < peak
+			peak = max(peak, e.slots.len())
+			compacted = compacted || e.slots.len() < peak
 			if err := replica.Apply(e.Changes()); err != nil {
 				t.Fatal(err)
 			}

@@ -36,7 +36,7 @@ func TestKeyTable(t *testing.T) {
 			want[k] = id
 		case rng.IntN(2) == 0:
 			tab.del(k, id)
-			keys[id] = keyEntry{}
+			keys[id] = keyEntry{refs: -1} // freed, as Engine.releaseKey leaves it
 			free = append(free, id)
 			delete(want, k)
 		}

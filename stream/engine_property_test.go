@@ -332,3 +332,50 @@ func compareBatch(i int, got BatchResult, want refOut, recs []tidemark.Record) e
 	}
 	return nil
 }
+
+// TestEngineMatchesReferenceManyKeys is TestEngineMatchesReference with a
+// state past touchMinKeys keys, so Process reads ahead of its records (and
+// the tables grow and rebuild through their entries): 40k records over up
+// to 100k keys, in batches of 8k, with a lateness that holds most of them
+// open, the keys sharing a long prefix.
+func TestEngineMatchesReferenceManyKeys(t *testing.T) {
+	for seed := range 2 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 43))
+		cfg := Config{
+			Window:     tidemark.WindowSpec{Size: 20, Slide: []int64{20, 10}[seed%2]},
+			Lateness:   time.Duration(12_000+rng.Int64N(2000)) * time.Microsecond,
+			LateRule:   LateRule(seed % 2),
+			OutputMode: OutputMode(rng.IntN(2)),
+		}
+		var batches []batchIn
+		now := time.Unix(1_700_000_000, 0)
+		clock := int64(0)
+		for range 5 {
+			recs := make([]tidemark.Record, 0, 8000)
+			for range 8000 {
+				clock += rng.Int64N(2)
+				recs = append(recs, tidemark.Record{
+					Source:    "s",
+					EventTime: clock - rng.Int64N(30),
+					Key:       tidemark.MakeKey(tidemark.KeyPart{Value: fmt.Sprintf("user-with-a-long-prefix-%d", rng.IntN(100_000))}),
+					Value:     float64(rng.IntN(100)),
+					HasValue:  true,
+				})
+			}
+			now = now.Add(time.Second)
+			batches = append(batches, batchIn{recs: recs, now: now})
+		}
+		e := mustNew(t, cfg, nil)
+		peak := 0
+		for _, b := range batches {
+			e.Process(slices.Clone(b.recs), b.now)
+			peak = max(peak, e.keyIDs.Len())
+		}
+		if peak < touchMinKeys+1000 {
+			t.Fatalf("seed %d: at most %d open keys: the state never got past %d", seed, peak, touchMinKeys)
+		}
+		if err := checkRun(cfg, batches, 3, seed == 0); err != nil {
+			t.Fatalf("seed %d, cfg %+v: %v", seed, cfg, err)
+		}
+	}
+}

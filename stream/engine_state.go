@@ -51,7 +51,7 @@ func (e *Engine) State() *State {
 		from := len(st.Open)
 		win := tidemark.Window{Start: b.start, End: b.start + e.cfg.Window.Size}
 		for _, idx := range b.slots {
-			s := &e.slots[idx]
+			s := e.slots.at(idx)
 			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
 		}
 		slices.SortFunc(st.Open[from:], tidemark.CompareResults)
@@ -96,12 +96,12 @@ func (e *Engine) load(st *State) error {
 		pos, found := e.findBucket(r.Window.Start, 0)
 		kid := e.internKey(r.Key)
 		if found {
-			if _, dup := e.index.get(e.slots, e.buckets[pos].seq, kid); dup {
+			if _, dup := e.index.get(&e.slots, e.buckets[pos].seq, kid); dup {
 				return fmt.Errorf("open window %v key %s listed twice", r.Window, r.Key)
 			}
 		}
 		idx := e.newSlot(pos, r.Window.Start, kid)
-		e.slots[idx].agg = r.Agg
+		e.slots.at(idx).agg = r.Agg
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (e *Engine) writeSnapshot(w io.Writer) (int64, uint32, error) {
 		win := tidemark.Window{Start: bk.start, End: bk.start + size}
 		order = e.sortSlots(bk, order)
 		for _, idx := range bk.slots {
-			s := &e.slots[idx]
+			s := e.slots.at(idx)
 			if err := sw.add(tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg}); err != nil {
 				return sw.n, 0, err
 			}
@@ -174,7 +174,7 @@ func (e *Engine) snapshotSize() int64 {
 	for _, bk := range e.buckets {
 		startLen := int64(varintLen(bk.start))
 		for _, idx := range bk.slots {
-			s := &e.slots[idx]
+			s := e.slots.at(idx)
 			k := len(e.keys[s.key].key)
 			n += startLen + sizeLen + int64(uvarintLen(uint64(k))+k+varintLen(s.agg.Count)+varintLen(s.agg.Values)) + 32
 		}
@@ -251,13 +251,13 @@ func (e *Engine) sortSlots(b *bucket, buf []keyOrder) []keyOrder {
 	}
 	buf = slices.Grow(buf[:0], len(slots))
 	for _, idx := range slots {
-		buf = append(buf, keyOrder{prefix: e.keys[e.slots[idx].key].prefix, idx: idx})
+		buf = append(buf, keyOrder{prefix: e.keys[e.slots.at(idx).key].prefix, idx: idx})
 	}
 	less := func(a, b keyOrder) int {
 		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
 			return c
 		}
-		return e.keys[e.slots[a.idx].key].key.Compare(e.keys[e.slots[b.idx].key].key)
+		return e.keys[e.slots.at(a.idx).key].key.Compare(e.keys[e.slots.at(b.idx).key].key)
 	}
 	tail := buf[head:]
 	slices.SortFunc(tail, less)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,10 +368,10 @@ func TestStateBounded(t *testing.T) {
 		}
 		res := e.Process(batch, t0)
 		if b == 10 {
-			peakSlots = len(e.slots)
+			peakSlots = e.slots.len()
 		}
-		if b > 10 && (len(e.slots) > peakSlots || len(e.buckets) > 4 || res.OpenWindows > peakSlots) {
-			t.Fatalf("batch %d: %d slots, %d buckets, %d open; peak after warm-up %d slots", b, len(e.slots), len(e.buckets), res.OpenWindows, peakSlots)
+		if b > 10 && (e.slots.len() > peakSlots || len(e.buckets) > 4 || res.OpenWindows > peakSlots) {
+			t.Fatalf("batch %d: %d slots, %d buckets, %d open; peak after warm-up %d slots", b, e.slots.len(), len(e.buckets), res.OpenWindows, peakSlots)
 		}
 	}
 }
@@ -426,5 +427,55 @@ func TestSnapshotSortsAddedSlots(t *testing.T) {
 	}
 	if e.index.Len() != 0 || e.stateBytes() != 0 {
 		t.Fatalf("after the drain %d open pairs, %d state bytes", e.index.Len(), e.stateBytes())
+	}
+}
+
+// TestEmitOrderByConstruction: Process and Drain hand out the windows
+// they close without sorting them (finish trusts the slab's order), so
+// that order must be CompareResults' for keys of every shape: nulls, empty
+// and long values (past the one-byte length), zero bytes, one or two parts,
+// values sharing their first eight bytes.
+func TestEmitOrderByConstruction(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 30))
+	part := func() tidemark.KeyPart {
+		switch rng.IntN(6) {
+		case 0:
+			return tidemark.KeyPart{Null: true}
+		case 1:
+			return tidemark.KeyPart{Value: ""}
+		case 2:
+			return tidemark.KeyPart{Value: strings.Repeat("x", 120+rng.IntN(20)) + fmt.Sprint(rng.IntN(5))}
+		case 3:
+			return tidemark.KeyPart{Value: fmt.Sprintf("a\x00%d", rng.IntN(9))}
+		case 4:
+			return tidemark.KeyPart{Value: fmt.Sprintf("prefix-shared-%d", rng.IntN(50))}
+		}
+		return tidemark.KeyPart{Value: fmt.Sprint(rng.IntN(200))}
+	}
+	for _, parts := range []int{1, 2} {
+		cfg := Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: 30 * time.Microsecond}
+		e := mustNew(t, cfg, nil)
+		emitted := 0
+		check := func(what string, res BatchResult) {
+			if !slices.IsSortedFunc(res.Emitted, tidemark.CompareResults) {
+				t.Fatalf("%d-part keys, %s: emitted out of order", parts, what)
+			}
+			emitted += len(res.Emitted)
+		}
+		for batch := range 20 {
+			recs := make([]tidemark.Record, 0, 300)
+			for range 300 {
+				ps := []tidemark.KeyPart{part()}
+				if parts == 2 {
+					ps = append(ps, part())
+				}
+				recs = append(recs, tidemark.Record{Source: "s", EventTime: int64(batch*10) + rng.Int64N(25), Key: tidemark.MakeKey(ps...)})
+			}
+			check(fmt.Sprintf("batch %d", batch), e.Process(recs, t0))
+		}
+		check("drain", e.Drain())
+		if emitted == 0 {
+			t.Fatal("nothing emitted")
+		}
 	}
 }

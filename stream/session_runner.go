@@ -30,6 +30,7 @@ type windower interface {
 	sourceWatermarks() map[string]int64
 	sourceMarks(now time.Time) []sourceMark
 	stateBytes() int64
+	openRows() int64 // open (window, key) pairs or sessions: state_rows
 	snapshot() []byte
 	changelog() ([]byte, error)
 	// Err and Close are the state store's (a Pebble database for Engine;
@@ -45,9 +46,10 @@ var (
 
 func (e *Engine) watermark() (int64, bool)   { return e.w, e.hasW }
 func (e *Engine) snapshot() []byte           { return e.MarshalSnapshot() }
-func (e *Engine) changelog() ([]byte, error) { return e.Changes().MarshalBinary() }
+func (e *Engine) changelog() ([]byte, error) { return e.marshalChanges(), nil }
 
 func (e *SessionEngine) watermark() (int64, bool) { return e.w, e.hasW }
+func (e *SessionEngine) openRows() int64          { return int64(e.open) }
 
 // Err and Close: a session engine's state is in memory; nothing fails or
 // needs releasing.

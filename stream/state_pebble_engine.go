@@ -31,7 +31,7 @@ func (e *Engine) fetch(idx int32, start int64, key tidemark.Key) {
 		e.failDisk(err)
 	}
 	if ok {
-		s := &e.slots[idx]
+		s := e.slots.at(idx)
 		s.agg = agg
 		s.seqf |= diskBit
 		return
@@ -62,7 +62,7 @@ func (e *Engine) closeDisk(hi int64, out []tidemark.Result, emit bool) []tidemar
 	err := scanPairs(d.db, d.lowerBound(), pairKey(nil, hi+1, ""), func(start int64, key tidemark.Key, agg tidemark.Agg) error {
 		if pos, found := e.findBucket(start, 0); found {
 			if kid, known := e.keyIDs.get(e.keys, key); known {
-				if _, held := e.index.get(e.slots, e.buckets[pos].seq, kid); held {
+				if _, held := e.index.get(&e.slots, e.buckets[pos].seq, kid); held {
 					return nil // the slab's copy is newer and closes there
 				}
 			}
@@ -98,7 +98,7 @@ func (e *Engine) flushDisk(m *diskMarker) error {
 	}
 	for _, bk := range e.buckets {
 		for _, idx := range bk.slots {
-			s := &e.slots[idx]
+			s := e.slots.at(idx)
 			d.kbuf = pairKey(d.kbuf[:0], bk.start, e.keys[s.key].key)
 			d.vbuf = appendAgg(d.vbuf[:0], s.agg)
 			if err := b.Set(d.kbuf, d.vbuf, nil); err != nil {
@@ -121,7 +121,7 @@ func (e *Engine) flushDisk(m *diskMarker) error {
 	d.open, e.memNew = open, 0
 	for _, bk := range e.buckets {
 		for _, idx := range bk.slots {
-			e.slots[idx].seqf |= diskBit
+			e.slots.at(idx).seqf |= diskBit
 		}
 	}
 	d.flushed = true
@@ -136,7 +136,8 @@ func (e *Engine) evict() {
 		e.spare = append(e.spare, e.buckets[i].slots[:0])
 	}
 	e.buckets = e.buckets[:0]
-	e.slots, e.free = e.slots[:0], e.free[:0]
+	e.free = e.free[:0]
+	e.slots.truncate()
 	e.keys, e.freeKeys = e.keys[:0], e.freeKeys[:0]
 	e.seqs, e.nextSeq = e.seqs[:0], 0
 	e.keyIDs.clear()
@@ -329,7 +330,7 @@ func (e *Engine) diskStateCopy() *State {
 	err := scanPairs(e.disk.db, e.disk.lowerBound(), []byte{pairPrefix + 1}, func(start int64, key tidemark.Key, agg tidemark.Agg) error {
 		if pos, found := e.findBucket(start, 0); found {
 			if kid, known := e.keyIDs.get(e.keys, key); known {
-				if _, held := e.index.get(e.slots, e.buckets[pos].seq, kid); held {
+				if _, held := e.index.get(&e.slots, e.buckets[pos].seq, kid); held {
 					return nil
 				}
 			}
@@ -343,7 +344,7 @@ func (e *Engine) diskStateCopy() *State {
 	for _, b := range e.buckets {
 		win := tidemark.Window{Start: b.start, End: b.start + size}
 		for _, idx := range b.slots {
-			s := &e.slots[idx]
+			s := e.slots.at(idx)
 			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
 		}
 	}
