@@ -156,6 +156,12 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 	if err != nil {
 		return err
 	}
+	return c.commitState(ctx, batchID, end, eng, state, ref)
+}
+
+// commitState is the part of commit after writeState: the commit entry
+// naming ref, a state file writeState made durable.
+func (c *checkpoint) commitState(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng windower, state drainState, ref *stateRef) error {
 	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.sourceWatermarks()}
 	w, hasW := eng.watermark()
 	if state != nil {
@@ -172,7 +178,10 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 }
 
 // writeState is the part of commit before the commit entry: the local
-// Pebble state (when used) and the batch's state file.
+// Pebble state (when used) and the batch's state file. Nothing durable
+// names the state file before the commit entry does, and a restart sweeps
+// one no commit names, so the runner writes it while the lake commits the
+// batch: it only reads the engine, which no one changes meanwhile.
 func (c *checkpoint) writeState(ctx context.Context, batchID int64, eng windower, state drainState) (*stateRef, error) {
 	changes, err := eng.changelog()
 	if err != nil {

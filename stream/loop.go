@@ -268,18 +268,22 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // process runs one batch through the write-ahead log, the engine, the lake
-// and the checkpoint, in that order.
+// and the checkpoint, in that order. The engine works in memory while the
+// write-ahead entry is made durable; nothing of the batch reaches the lake
+// or the checkpoint before it is.
 func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemark.Record) error {
 	began := time.Now()
-	if err := r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry); err != nil {
-		return err
+	var (
+		logged sync.WaitGroup
+		logErr error
+	)
+	logged.Go(func() { logErr = r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry) })
+	res, err := r.processInMemory(entry, recs)
+	logged.Wait()
+	if logErr != nil {
+		return logErr
 	}
-	readTime := time.UnixMicro(entry.ReadTime)
-	if err := r.setFrontiers(entry.End); err != nil {
-		return err
-	}
-	res := r.engine.Process(recs, readTime)
-	if err := r.afterProcess(); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := r.commit(ctx, entry, recs, res, nil); err != nil {
@@ -287,6 +291,16 @@ func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemar
 	}
 	r.sum.count(recs)
 	return r.publish(entry, recs, res, time.Since(began))
+}
+
+// processInMemory moves the watermark and runs the batch through the
+// engine: nothing durable.
+func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (BatchResult, error) {
+	if err := r.setFrontiers(entry.End); err != nil {
+		return BatchResult{}, err
+	}
+	res := r.engine.Process(recs, time.UnixMicro(entry.ReadTime))
+	return res, r.afterProcess()
 }
 
 // publish tells the world about a committed batch: the progress line and
@@ -315,12 +329,24 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 	for i, e := range res.Emitted {
 		rows[i] = lake.WindowRow{Result: e, Origin: lake.OriginStream, Revision: 1, ComputedAt: entry.ReadTime, Watermark: wm}
 	}
+	// The state file is written beside the lake commits (their fsyncs
+	// overlap); the commit entry that names it waits for both.
+	var (
+		saved  sync.WaitGroup
+		ref    *stateRef
+		refErr error
+	)
+	saved.Go(func() { ref, refErr = r.ck.writeState(ctx, entry.BatchID, r.engine, state) })
 	err := r.lake.AppendBatch(ctx, lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime, Watermark: wm})
+	saved.Wait()
 	if err != nil {
 		return err
 	}
+	if refErr != nil {
+		return refErr
+	}
 	r.sum.Emitted += int64(len(res.Emitted))
-	if err := r.ck.commit(ctx, entry.BatchID, entry.End, r.engine, state); err != nil {
+	if err := r.ck.commitState(ctx, entry.BatchID, entry.End, r.engine, state, ref); err != nil {
 		return err
 	}
 	r.sum.Batches++
