@@ -227,47 +227,20 @@ func forEachKeyPart(k tidemark.Key, n int, fn func(i int, v string, null bool)) 
 func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
 	t := l.tables[TableRawEvents].def
 	hours, groups := byHour(recs, idx)
-	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
-	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
-	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
-	cValue := -1
-	if l.cfg.ValueField != "" {
-		cValue = t.col("value")
-	}
-	keyCol := t.colsOf(l.cfg.Keys)
+	nk := len(l.cfg.Keys)
 	var out []addFile
 	for _, h := range hours {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		w, err := newFileWriterIn(t, l.st, len(groups[h]))
+		rows := groups[h]
+		w, err := newFileWriterIn(t, l.st, len(rows))
 		if err != nil {
 			return out, err
 		}
-		for _, i := range groups[h] {
-			r := &recs[i]
-			w.long(cEvent, r.EventTime)
-			w.long(cArrival, r.Arrival)
-			w.long(cIngest, ingest)
-			w.key(keyCol, r.Key)
-			if cValue >= 0 {
-				if r.HasValue {
-					w.double(cValue, r.Value)
-				} else {
-					w.null(cValue)
-				}
-			}
-			w.str(cStatus, r.Status.String())
-			w.long(cDisorder, r.Disorder)
-			w.str(cSource, r.Source)
-			w.str(cFile, r.File)
-			w.long(cOffset, r.Offset)
-			w.long(cBatch, batchID)
-			w.bytes(cPayload, r.Payload)
-			if err := w.endRow(); err != nil {
-				w.abort()
-				return out, err
-			}
+		if err := w.fillRows(len(rows), rawSize(recs, rows, nk), l.rawFills(recs, rows, ingest, batchID)); err != nil {
+			w.abort()
+			return out, err
 		}
 		date := dateOf(h * tidemark.MicrosPerHour)
 		hour := fmt.Sprintf("%02d", h-tidemark.FloorDiv(h, 24)*24)
@@ -278,6 +251,60 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		out = append(out, addFile{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
 	}
 	return out, nil
+}
+
+// rawFills returns the raw_events columns of rows (indexes into recs),
+// for fillRows: filled by the column workers from the records.
+func (l *Lake) rawFills(recs []tidemark.Record, rows []int, ingest, batchID int64) []colFill {
+	t := l.tables[TableRawEvents].def
+	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
+	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
+	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
+	keyCol := t.colsOf(l.cfg.Keys)
+	r := func(j int) *tidemark.Record { return &recs[rows[j]] }
+	f := make([]colFill, len(t.cols))
+	f[cEvent] = fillLong(func(j int) int64 { return r(j).EventTime })
+	f[cArrival] = fillLong(func(j int) int64 { return r(j).Arrival })
+	f[cIngest] = fillConst(ingest)
+	for k, c := range keyCol {
+		f[c] = fillStr(func(j int) (string, bool) { return keyPart(r(j).Key, len(keyCol), k) })
+	}
+	if l.cfg.ValueField != "" {
+		f[t.col("value")] = fillDouble(func(j int) (float64, bool) { return r(j).Value, r(j).HasValue })
+	}
+	f[cStatus] = fillStr(func(j int) (string, bool) { return r(j).Status.String(), true })
+	f[cDisorder] = fillLong(func(j int) int64 { return r(j).Disorder })
+	f[cSource] = fillStr(func(j int) (string, bool) { return r(j).Source, true })
+	f[cFile] = fillStr(func(j int) (string, bool) { return r(j).File, true })
+	f[cOffset] = fillLong(func(j int) int64 { return r(j).Offset })
+	f[cBatch] = fillConst(batchID)
+	f[cPayload] = fillBytes(func(j int) ([]byte, bool) { return r(j).Payload, true })
+	return f
+}
+
+// keyPart returns part i of the n parts of k, or !ok for a null part.
+func keyPart(k tidemark.Key, n, i int) (v string, ok bool) {
+	forEachKeyPart(k, i+1, func(p int, s string, null bool) {
+		if p == i {
+			v, ok = s, !null
+		}
+	})
+	return v, ok
+}
+
+// rawSize returns the size function of fillRows for raw_events rows
+// (indexes into recs) with keys of nk parts: the bytes of their key parts,
+// status, source, file and payload.
+func rawSize(recs []tidemark.Record, rows []int, nk int) func(lo, hi int) int64 {
+	return func(lo, hi int) int64 {
+		var n int
+		for _, i := range rows[lo:hi] {
+			r := &recs[i]
+			n += len(r.Status.String()) + len(r.Source) + len(r.File) + len(r.Payload)
+			forEachKeyPart(r.Key, nk, func(_ int, v string, _ bool) { n += len(v) })
+		}
+		return int64(n)
+	}
 }
 
 // byHour splits idx by event hour, hours in order. A batch's rows are
@@ -312,22 +339,9 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 	if err != nil {
 		return nil, err
 	}
-	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
-	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
-	for _, i := range idx {
-		r := &recs[i]
-		w.str(cReason, string(r.Reason))
-		w.str(cError, r.Err)
-		w.str(cSource, r.Source)
-		w.str(cFile, r.File)
-		w.long(cOffset, r.Offset)
-		w.long(cIngest, ingest)
-		w.long(cBatch, batchID)
-		w.bytes(cPayload, r.Payload)
-		if err := w.endRow(); err != nil {
-			w.abort()
-			return nil, err
-		}
+	if err := w.fillRows(len(idx), quarantineSize(recs, idx), l.quarantineFills(recs, idx, ingest, batchID)); err != nil {
+		w.abort()
+		return nil, err
 	}
 	date := dateOf(ingest)
 	f, err := w.finish(ctx, l.st, "ingest_date="+date)
@@ -335,4 +349,36 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 		return nil, err
 	}
 	return []addFile{{f, map[string]*string{"ingest_date": strp(date)}}}, nil
+}
+
+// quarantineFills returns the quarantine columns of idx (indexes into
+// recs), for fillRows.
+func (l *Lake) quarantineFills(recs []tidemark.Record, idx []int, ingest, batchID int64) []colFill {
+	t := l.tables[TableQuarantine].def
+	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
+	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
+	r := func(j int) *tidemark.Record { return &recs[idx[j]] }
+	fl := make([]colFill, len(t.cols))
+	fl[cReason] = fillStr(func(j int) (string, bool) { return string(r(j).Reason), true })
+	fl[cError] = fillStr(func(j int) (string, bool) { return r(j).Err, true })
+	fl[cSource] = fillStr(func(j int) (string, bool) { return r(j).Source, true })
+	fl[cFile] = fillStr(func(j int) (string, bool) { return r(j).File, true })
+	fl[cOffset] = fillLong(func(j int) int64 { return r(j).Offset })
+	fl[cIngest] = fillConst(ingest)
+	fl[cBatch] = fillConst(batchID)
+	fl[cPayload] = fillBytes(func(j int) ([]byte, bool) { return r(j).Payload, true })
+	return fl
+}
+
+// quarantineSize returns the size function of fillRows for quarantine
+// rows (indexes into recs).
+func quarantineSize(recs []tidemark.Record, idx []int) func(lo, hi int) int64 {
+	return func(lo, hi int) int64 {
+		var n int
+		for _, i := range idx[lo:hi] {
+			q := &recs[i]
+			n += len(q.Reason) + len(q.Err) + len(q.Source) + len(q.File) + len(q.Payload)
+		}
+		return int64(n)
+	}
 }

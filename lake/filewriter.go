@@ -37,7 +37,8 @@ type colBuf struct {
 	bools  []bool
 	bytes  [][]byte
 	null   []bool
-	n      int // values set in this chunk
+	n      int  // values set in this chunk
+	opt    bool // the column is OPTIONAL
 }
 
 // newColBuf returns an empty chunk buffer for column i of t with room for
@@ -46,7 +47,7 @@ type colBuf struct {
 // BenchmarkLongRunMemory got worse, so they are not.)
 func newColBuf(t *table, i, rows int) *colBuf {
 	c := t.cols[i]
-	b := &colBuf{}
+	b := &colBuf{opt: c.optional}
 	switch c.kind {
 	case kindTimestamp, kindLong:
 		b.ints = make([]int64, 0, rows)
@@ -71,9 +72,15 @@ const chunksInFlight = 2
 // colJob is work for a column's worker: a chunk to write, or (buf nil) a
 // barrier to acknowledge, after flushing the column's last page if flush.
 type colJob struct {
-	buf   *colBuf
-	flush bool
+	buf    *colBuf
+	fill   colFill // when set, buf is empty: fill it with rows lo..hi first
+	lo, hi int
+	flush  bool
 }
+
+// colFill appends one column's values of rows lo..hi (of the caller's
+// rows, 0-based in the file) to b, in order, setting b.n; see fillRows.
+type colFill func(b *colBuf, lo, hi int)
 
 // colAck answers a barrier with the column's first error, if any.
 type colAck struct {
@@ -128,6 +135,8 @@ type fileWriter struct {
 	rgRows int
 	rgSize int64
 
+	fill    []colFill // by column: set while fillRows dispatches rows lo..hi
+	lo, hi  int
 	cur     *rgWriter
 	pending []*rgWriter    // closed row groups, oldest first, not yet committed
 	free    []chan *colBuf // by column: emptied chunks
@@ -224,6 +233,10 @@ func (w *fileWriter) work(g *rgWriter, i int) {
 	var err error
 	for j := range g.jobs[i] {
 		if j.buf != nil {
+			if err == nil && j.fill != nil {
+				j.fill(j.buf, j.lo, j.hi)
+				err = w.check(i, j.buf, j.hi-j.lo)
+			}
 			if err == nil {
 				err = g.chunks[i].add(j.buf)
 			}
@@ -343,18 +356,21 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 	if w.failed {
 		return fmt.Errorf("lake: %s writer used after an error", w.t.name)
 	}
-	for i, b := range w.cols {
-		if b.n != w.chunk {
-			return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, b.n, w.chunk)
-		}
-		if w.def[i] == 0 && len(b.null) > 0 {
-			return fmt.Errorf("lake: %s column %s is required but got a null", w.t.name, w.t.cols[i].name)
+	if w.fill == nil {
+		for i, b := range w.cols {
+			if err := w.check(i, b, w.chunk); err != nil {
+				return err
+			}
 		}
 	}
 	endGroup := last || w.rgRows >= rowGroupRows || w.rgSize+int64(w.rgRows)*8*int64(len(w.t.cols)) >= rowGroupBytes
 	if w.chunk > 0 {
 		for i, b := range w.cols {
-			w.cur.jobs[i] <- colJob{buf: b}
+			j := colJob{buf: b}
+			if w.fill != nil {
+				j.fill, j.lo, j.hi = w.fill[i], w.lo, w.hi
+			}
+			w.cur.jobs[i] <- j
 			select {
 			case w.cols[i] = <-w.free[i]:
 			default:
@@ -367,6 +383,7 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			}
 		}
 		w.chunk = 0
+		w.fill = nil
 	}
 	if endGroup && w.rgRows > 0 {
 		for i := range w.cur.jobs {
@@ -396,6 +413,58 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			w.failed = true
 			return err
 		}
+	}
+	return nil
+}
+
+// check reports a chunk buffer of column i that does not hold rows values
+// or holds a null in a REQUIRED column.
+func (w *fileWriter) check(i int, b *colBuf, rows int) error {
+	if b.n != rows {
+		return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, b.n, rows)
+	}
+	if w.def[i] == 0 && len(b.null) > 0 {
+		return fmt.Errorf("lake: %s column %s is required but got a null", w.t.name, w.t.cols[i].name)
+	}
+	return nil
+}
+
+// fillRows adds n rows column by column instead of row by row: the main
+// goroutine only cuts them into chunks (at the rows endRow would cut at),
+// and each column's worker fills its chunk buffer itself with fill[i]
+// (one per table column) before encoding it, so the columns are filled on
+// the workers' cores, in parallel. size(lo, hi) is the bytes rows lo..hi
+// give the byte-valued columns (what bytes and str count), for the
+// row-group cut. The file is the same as the one endRow would write: the
+// same values in the same chunks. What fill reads must stay unchanged until
+// flushChunk or finish returns. It must start on a chunk boundary (no rows
+// set with the typed methods pending).
+func (w *fileWriter) fillRows(n int, size func(lo, hi int) int64, fill []colFill) error {
+	if w.chunk != 0 {
+		return fmt.Errorf("lake: %s writer filled by columns in the middle of a chunk", w.t.name)
+	}
+	if len(fill) != len(w.t.cols) {
+		return fmt.Errorf("lake: %s writer filled with %d of %d columns", w.t.name, len(fill), len(w.t.cols))
+	}
+	for i, f := range fill {
+		if f == nil {
+			return fmt.Errorf("lake: %s column %s has no fill", w.t.name, w.t.cols[i].name)
+		}
+	}
+	for lo := 0; lo < n; {
+		hi := min(n, lo+chunkRows)
+		w.rows += int64(hi - lo)
+		w.rgRows += hi - lo
+		w.rgSize += size(lo, hi)
+		w.chunk = hi - lo
+		w.fill, w.lo, w.hi = fill, lo, hi
+		if hi-lo < chunkRows {
+			return nil // a partial chunk: sent by the next flushChunk or finish, as endRow leaves it
+		}
+		if err := w.dispatch(false, false); err != nil {
+			return err
+		}
+		lo = hi
 	}
 	return nil
 }
@@ -546,4 +615,87 @@ func (w *fileWriter) abort() {
 	_ = w.tmp.Close()
 	_ = os.Remove(w.tmp.Name())
 	w.tmp = nil
+}
+
+// notNull records k non-null values in b's null flags (OPTIONAL columns).
+func (b *colBuf) notNull(k int) {
+	if b.opt {
+		for range k {
+			b.null = append(b.null, false)
+		}
+	}
+}
+
+// isNull records a null in b's flags: in a REQUIRED column too, where
+// check reports it.
+func (b *colBuf) isNull() { b.null = append(b.null, true) }
+
+// fillLong fills a LONG or TIMESTAMP column with get(j) for row j.
+func fillLong(get func(j int) int64) colFill {
+	return func(b *colBuf, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			b.ints = append(b.ints, get(j))
+		}
+		b.notNull(hi - lo)
+		b.n += hi - lo
+	}
+}
+
+// fillConst fills a LONG or TIMESTAMP column with v in every row.
+func fillConst(v int64) colFill {
+	return func(b *colBuf, lo, hi int) {
+		for range hi - lo {
+			b.ints = append(b.ints, v)
+		}
+		b.notNull(hi - lo)
+		b.n += hi - lo
+	}
+}
+
+// fillDouble fills a DOUBLE column with get(j) for row j, null where
+// get reports !ok.
+func fillDouble(get func(j int) (float64, bool)) colFill {
+	return func(b *colBuf, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			v, ok := get(j)
+			if !ok {
+				b.floats = append(b.floats, 0)
+				b.isNull()
+				continue
+			}
+			b.floats = append(b.floats, v)
+			if b.opt {
+				b.null = append(b.null, false)
+			}
+		}
+		b.n += hi - lo
+	}
+}
+
+// fillBytes fills a STRING or BINARY column with get(j) for row j, without
+// copying (as bytes), null where get reports !ok.
+func fillBytes(get func(j int) ([]byte, bool)) colFill {
+	return func(b *colBuf, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			v, ok := get(j)
+			if !ok {
+				b.bytes = append(b.bytes, nil)
+				b.isNull()
+				continue
+			}
+			b.bytes = append(b.bytes, v)
+			if b.opt {
+				b.null = append(b.null, false)
+			}
+		}
+		b.n += hi - lo
+	}
+}
+
+// fillStr is fillBytes for strings, without copying them.
+func fillStr(get func(j int) (string, bool)) colFill {
+	return fillBytes(func(j int) ([]byte, bool) {
+		s, ok := get(j)
+		return unsafe.Slice(unsafe.StringData(s), len(s)), ok
+	})
 }

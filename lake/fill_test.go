@@ -1,0 +1,193 @@
+package lake
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"tidemark"
+	"tidemark/lake/store"
+)
+
+// writeRawByRow writes rows (indexes into recs) to a raw_events file row by
+// row with the typed setters, as writeRaw did before fillRows: the
+// reference the columnar fill must match byte for byte.
+func writeRawByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark.Record, rows []int, ingest, batchID int64) dataFile {
+	t.Helper()
+	tb := l.tables[TableRawEvents].def
+	w, err := newFileWriter(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyCol := tb.colsOf(l.cfg.Keys)
+	for _, i := range rows {
+		r := &recs[i]
+		w.long(tb.col("event_time"), r.EventTime)
+		w.long(tb.col("arrival_time"), r.Arrival)
+		w.long(tb.col("ingest_time"), ingest)
+		w.key(keyCol, r.Key)
+		w.optDouble(tb.col("value"), r.Value, r.HasValue)
+		w.str(tb.col("status"), r.Status.String())
+		w.long(tb.col("disorder_us"), r.Disorder)
+		w.str(tb.col("source"), r.Source)
+		w.str(tb.col("file"), r.File)
+		w.long(tb.col("offset"), r.Offset)
+		w.long(tb.col("batch_id"), batchID)
+		w.bytes(tb.col("payload"), r.Payload)
+		if err := w.endRow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	df, err := w.finish(context.Background(), st, "d=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return df
+}
+
+// writeQuarantineByRow is writeRawByRow for the quarantine table.
+func writeQuarantineByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark.Record, idx []int, ingest, batchID int64) dataFile {
+	t.Helper()
+	tb := l.tables[TableQuarantine].def
+	w, err := newFileWriter(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range idx {
+		r := &recs[i]
+		w.str(tb.col("reason"), string(r.Reason))
+		w.str(tb.col("error"), r.Err)
+		w.str(tb.col("source"), r.Source)
+		w.str(tb.col("file"), r.File)
+		w.long(tb.col("offset"), r.Offset)
+		w.long(tb.col("ingest_time"), ingest)
+		w.long(tb.col("batch_id"), batchID)
+		w.bytes(tb.col("payload"), r.Payload)
+		if err := w.endRow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	df, err := w.finish(context.Background(), st, "d=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return df
+}
+
+// writeByColumn writes rows of table name with fillRows.
+func writeByColumn(t *testing.T, tb *table, st store.Store, n int, size func(lo, hi int) int64, fill []colFill) dataFile {
+	t.Helper()
+	w, err := newFileWriter(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.fillRows(n, size, fill); err != nil {
+		w.abort()
+		t.Fatal(err)
+	}
+	df, err := w.finish(context.Background(), st, "d=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return df
+}
+
+func sameFile(t *testing.T, dir, table string, a, b dataFile) {
+	t.Helper()
+	da, err := os.ReadFile(dir + "/" + table + "/" + a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.ReadFile(dir + "/" + table + "/" + b.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(da) != string(db) || a.Stats != b.Stats || a.Rows != b.Rows || a.Size != b.Size {
+		t.Errorf("%s: filled by column: %d rows, %d bytes, stats %s; by row: %d rows, %d bytes, stats %s",
+			table, b.Rows, len(db), b.Stats, a.Rows, len(da), a.Stats)
+	}
+}
+
+// TestFillRowsSameFile checks that filling raw_events and quarantine files
+// column by column on the workers writes the same bytes and stats as
+// filling them row by row: across chunk and row-group cuts by rows, and
+// with row groups cut by bytes (large payloads).
+func TestFillRowsSameFile(t *testing.T) {
+	l, _, _ := openTestLake(t)
+	dir := t.TempDir()
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(strings.Repeat(`{"pad":"0123456789abcdef"}`, 400)) // ~10 KB
+	for _, tc := range []struct {
+		name  string
+		n     int
+		large bool
+	}{
+		{"one row", 1, false},
+		{"one chunk", chunkRows, false},
+		{"row groups", 2*rowGroupRows + chunkRows + 17, false},
+		{"byte cut", rowGroupRows + 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := testRecords(tc.n)
+			var valid, bad []int
+			for i := range recs {
+				if tc.large {
+					recs[i].Payload = big[:len(big)-i%97]
+				}
+				if recs[i].Valid() {
+					valid = append(valid, i)
+				} else {
+					bad = append(bad, i)
+				}
+			}
+			const ingest, batch = 1767261600123456, 42
+			sameFile(t, dir, TableRawEvents,
+				writeRawByRow(t, l, st, recs, valid, ingest, batch),
+				writeByColumn(t, l.tables[TableRawEvents].def, st, len(valid), rawSize(recs, valid, len(l.cfg.Keys)), l.rawFills(recs, valid, ingest, batch)))
+			if len(bad) > 0 {
+				sameFile(t, dir, TableQuarantine,
+					writeQuarantineByRow(t, l, st, recs, bad, ingest, batch),
+					writeByColumn(t, l.tables[TableQuarantine].def, st, len(bad), quarantineSize(recs, bad), l.quarantineFills(recs, bad, ingest, batch)))
+			}
+		})
+	}
+}
+
+// TestFillRowsErrors checks that a columnar fill that misses a column or
+// sets too few values is reported, not written.
+func TestFillRowsErrors(t *testing.T) {
+	l, _, _ := openTestLake(t)
+	tb := l.tables[TableQuarantine].def
+	recs := testRecords(20)
+	idx := []int{9, 19}
+	fill := l.quarantineFills(recs, idx, 1, 1)
+	size := quarantineSize(recs, idx)
+
+	w, err := newFileWriter(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := append([]colFill(nil), fill...)
+	short[0] = nil
+	if err := w.fillRows(len(idx), size, short); err == nil {
+		t.Error("fillRows took a fill without a column")
+	}
+	w.abort()
+
+	w, err = newFileWriter(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]colFill(nil), fill...)
+	bad[1] = func(b *colBuf, lo, hi int) { fill[1](b, lo, hi-1) }
+	if err := w.fillRows(len(idx), size, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.finish(context.Background(), l.st, ""); err == nil || !strings.Contains(err.Error(), "values for") {
+		t.Errorf("finish after a short column: %v, want a count error", err)
+	}
+}
