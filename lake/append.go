@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"tidemark"
 	"tidemark/lake/delta"
@@ -227,7 +228,6 @@ func forEachKeyPart(k tidemark.Key, n int, fn func(i int, v string, null bool)) 
 func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
 	t := l.tables[TableRawEvents].def
 	hours, groups := byHour(recs, idx)
-	nk := len(l.cfg.Keys)
 	var out []addFile
 	for _, h := range hours {
 		if err := ctx.Err(); err != nil {
@@ -238,7 +238,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		if err != nil {
 			return out, err
 		}
-		if err := w.fillRows(len(rows), rawSize(recs, rows, nk), l.rawFills(recs, rows, ingest, batchID)); err != nil {
+		if err := w.fillRows(len(rows), l.rawFill(recs, rows, ingest, batchID)); err != nil {
 			w.abort()
 			return out, err
 		}
@@ -253,33 +253,77 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 	return out, nil
 }
 
-// rawFills returns the raw_events columns of rows (indexes into recs),
-// for fillRows: filled by the column workers from the records.
-func (l *Lake) rawFills(recs []tidemark.Record, rows []int, ingest, batchID int64) []colFill {
+// rawFill returns the fill of fillRows for raw_events rows (indexes into
+// recs): one pass over each chunk's records, appending to local slices.
+func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64) rowFill {
 	t := l.tables[TableRawEvents].def
 	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
 	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
 	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
-	keyCol := t.colsOf(l.cfg.Keys)
-	r := func(j int) *tidemark.Record { return &recs[rows[j]] }
-	f := make([]colFill, len(t.cols))
-	f[cEvent] = fillLong(func(j int) int64 { return r(j).EventTime })
-	f[cArrival] = fillLong(func(j int) int64 { return r(j).Arrival })
-	f[cIngest] = fillConst(ingest)
-	for k, c := range keyCol {
-		f[c] = fillStr(func(j int) (string, bool) { return keyPart(r(j).Key, len(keyCol), k) })
-	}
+	cValue := -1
 	if l.cfg.ValueField != "" {
-		f[t.col("value")] = fillDouble(func(j int) (float64, bool) { return r(j).Value, r(j).HasValue })
+		cValue = t.col("value")
 	}
-	f[cStatus] = fillStr(func(j int) (string, bool) { return r(j).Status.String(), true })
-	f[cDisorder] = fillLong(func(j int) int64 { return r(j).Disorder })
-	f[cSource] = fillStr(func(j int) (string, bool) { return r(j).Source, true })
-	f[cFile] = fillStr(func(j int) (string, bool) { return r(j).File, true })
-	f[cOffset] = fillLong(func(j int) int64 { return r(j).Offset })
-	f[cBatch] = fillConst(batchID)
-	f[cPayload] = fillBytes(func(j int) ([]byte, bool) { return r(j).Payload, true })
-	return f
+	keyCol := t.colsOf(l.cfg.Keys)
+	return func(cols []*colBuf, lo, hi int) int64 {
+		ev, ar, in := cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints
+		di, of, ba := cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints
+		st, so, fi, pa := cols[cStatus].bytes, cols[cSource].bytes, cols[cFile].bytes, cols[cPayload].bytes
+		var size int
+		for _, i := range rows[lo:hi] {
+			r := &recs[i]
+			ev = append(ev, r.EventTime)
+			ar = append(ar, r.Arrival)
+			in = append(in, ingest)
+			di = append(di, r.Disorder)
+			of = append(of, r.Offset)
+			ba = append(ba, batchID)
+			s := r.Status.String()
+			st = append(st, unsafe.Slice(unsafe.StringData(s), len(s)))
+			so = append(so, unsafe.Slice(unsafe.StringData(r.Source), len(r.Source)))
+			fi = append(fi, unsafe.Slice(unsafe.StringData(r.File), len(r.File)))
+			pa = append(pa, r.Payload)
+			size += len(s) + len(r.Source) + len(r.File) + len(r.Payload)
+		}
+		cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints = ev, ar, in
+		cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints = di, of, ba
+		cols[cStatus].bytes, cols[cSource].bytes, cols[cFile].bytes, cols[cPayload].bytes = st, so, fi, pa
+		for _, c := range []int{cEvent, cArrival, cIngest, cDisorder, cOffset, cBatch, cStatus, cSource, cFile, cPayload} {
+			cols[c].notNull(hi - lo)
+		}
+		if cValue >= 0 {
+			b := cols[cValue]
+			for _, i := range rows[lo:hi] {
+				r := &recs[i]
+				if r.HasValue {
+					b.floats = append(b.floats, r.Value)
+				} else {
+					b.floats = append(b.floats, 0)
+				}
+				if b.opt || !r.HasValue {
+					b.null = append(b.null, !r.HasValue)
+				}
+			}
+			b.n += hi - lo
+		}
+		for _, i := range rows[lo:hi] {
+			forEachKeyPart(recs[i].Key, len(keyCol), func(k int, v string, null bool) {
+				b := cols[keyCol[k]]
+				if null {
+					b.bytes = append(b.bytes, nil)
+					b.null = append(b.null, true)
+				} else {
+					b.bytes = append(b.bytes, unsafe.Slice(unsafe.StringData(v), len(v)))
+					if b.opt {
+						b.null = append(b.null, false)
+					}
+					size += len(v)
+				}
+				b.n++
+			})
+		}
+		return int64(size)
+	}
 }
 
 // keyPart returns part i of the n parts of k, or !ok for a null part.
@@ -290,21 +334,6 @@ func keyPart(k tidemark.Key, n, i int) (v string, ok bool) {
 		}
 	})
 	return v, ok
-}
-
-// rawSize returns the size function of fillRows for raw_events rows
-// (indexes into recs) with keys of nk parts: the bytes of their key parts,
-// status, source, file and payload.
-func rawSize(recs []tidemark.Record, rows []int, nk int) func(lo, hi int) int64 {
-	return func(lo, hi int) int64 {
-		var n int
-		for _, i := range rows[lo:hi] {
-			r := &recs[i]
-			n += len(r.Status.String()) + len(r.Source) + len(r.File) + len(r.Payload)
-			forEachKeyPart(r.Key, nk, func(_ int, v string, _ bool) { n += len(v) })
-		}
-		return int64(n)
-	}
 }
 
 // byHour splits idx by event hour, hours in order. A batch's rows are
@@ -339,7 +368,7 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 	if err != nil {
 		return nil, err
 	}
-	if err := w.fillRows(len(idx), quarantineSize(recs, idx), l.quarantineFills(recs, idx, ingest, batchID)); err != nil {
+	if err := w.fillRows(len(idx), l.quarantineFill(recs, idx, ingest, batchID)); err != nil {
 		w.abort()
 		return nil, err
 	}
@@ -351,34 +380,32 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 	return []addFile{{f, map[string]*string{"ingest_date": strp(date)}}}, nil
 }
 
-// quarantineFills returns the quarantine columns of idx (indexes into
-// recs), for fillRows.
-func (l *Lake) quarantineFills(recs []tidemark.Record, idx []int, ingest, batchID int64) []colFill {
+// quarantineFill returns the fill of fillRows for quarantine rows
+// (indexes into recs).
+func (l *Lake) quarantineFill(recs []tidemark.Record, idx []int, ingest, batchID int64) rowFill {
 	t := l.tables[TableQuarantine].def
 	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
 	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
-	r := func(j int) *tidemark.Record { return &recs[idx[j]] }
-	fl := make([]colFill, len(t.cols))
-	fl[cReason] = fillStr(func(j int) (string, bool) { return string(r(j).Reason), true })
-	fl[cError] = fillStr(func(j int) (string, bool) { return r(j).Err, true })
-	fl[cSource] = fillStr(func(j int) (string, bool) { return r(j).Source, true })
-	fl[cFile] = fillStr(func(j int) (string, bool) { return r(j).File, true })
-	fl[cOffset] = fillLong(func(j int) int64 { return r(j).Offset })
-	fl[cIngest] = fillConst(ingest)
-	fl[cBatch] = fillConst(batchID)
-	fl[cPayload] = fillBytes(func(j int) ([]byte, bool) { return r(j).Payload, true })
-	return fl
-}
-
-// quarantineSize returns the size function of fillRows for quarantine
-// rows (indexes into recs).
-func quarantineSize(recs []tidemark.Record, idx []int) func(lo, hi int) int64 {
-	return func(lo, hi int) int64 {
-		var n int
-		for _, i := range idx[lo:hi] {
-			q := &recs[i]
-			n += len(q.Reason) + len(q.Err) + len(q.Source) + len(q.File) + len(q.Payload)
+	return func(cols []*colBuf, lo, hi int) int64 {
+		str := func(c int, s string) {
+			cols[c].bytes = append(cols[c].bytes, unsafe.Slice(unsafe.StringData(s), len(s)))
 		}
-		return int64(n)
+		var size int
+		for _, i := range idx[lo:hi] {
+			r := &recs[i]
+			str(cReason, string(r.Reason))
+			str(cError, r.Err)
+			str(cSource, r.Source)
+			str(cFile, r.File)
+			cols[cOffset].ints = append(cols[cOffset].ints, r.Offset)
+			cols[cIngest].ints = append(cols[cIngest].ints, ingest)
+			cols[cBatch].ints = append(cols[cBatch].ints, batchID)
+			cols[cPayload].bytes = append(cols[cPayload].bytes, r.Payload)
+			size += len(r.Reason) + len(r.Err) + len(r.Source) + len(r.File) + len(r.Payload)
+		}
+		for _, b := range cols {
+			b.notNull(hi - lo)
+		}
+		return int64(size)
 	}
 }

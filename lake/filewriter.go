@@ -72,15 +72,15 @@ const chunksInFlight = 2
 // colJob is work for a column's worker: a chunk to write, or (buf nil) a
 // barrier to acknowledge, after flushing the column's last page if flush.
 type colJob struct {
-	buf    *colBuf
-	fill   colFill // when set, buf is empty: fill it with rows lo..hi first
-	lo, hi int
-	flush  bool
+	buf   *colBuf
+	flush bool
 }
 
-// colFill appends one column's values of rows lo..hi (of the caller's
-// rows, 0-based in the file) to b, in order, setting b.n; see fillRows.
-type colFill func(b *colBuf, lo, hi int)
+// rowFill appends rows lo..hi (of the caller's rows, 0-based in the file)
+// to the chunk buffers cols (by table column index), in order, setting
+// each buffer's n, and returns the bytes they gave the byte-valued
+// columns (what bytes and str count); see fillRows.
+type rowFill func(cols []*colBuf, lo, hi int) int64
 
 // colAck answers a barrier with the column's first error, if any.
 type colAck struct {
@@ -135,8 +135,6 @@ type fileWriter struct {
 	rgRows int
 	rgSize int64
 
-	fill    []colFill // by column: set while fillRows dispatches rows lo..hi
-	lo, hi  int
 	cur     *rgWriter
 	pending []*rgWriter    // closed row groups, oldest first, not yet committed
 	free    []chan *colBuf // by column: emptied chunks
@@ -233,10 +231,6 @@ func (w *fileWriter) work(g *rgWriter, i int) {
 	var err error
 	for j := range g.jobs[i] {
 		if j.buf != nil {
-			if err == nil && j.fill != nil {
-				j.fill(j.buf, j.lo, j.hi)
-				err = w.check(i, j.buf, j.hi-j.lo)
-			}
 			if err == nil {
 				err = g.chunks[i].add(j.buf)
 			}
@@ -356,21 +350,15 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 	if w.failed {
 		return fmt.Errorf("lake: %s writer used after an error", w.t.name)
 	}
-	if w.fill == nil {
-		for i, b := range w.cols {
-			if err := w.check(i, b, w.chunk); err != nil {
-				return err
-			}
+	for i, b := range w.cols {
+		if err := w.check(i, b, w.chunk); err != nil {
+			return err
 		}
 	}
 	endGroup := last || w.rgRows >= rowGroupRows || w.rgSize+int64(w.rgRows)*8*int64(len(w.t.cols)) >= rowGroupBytes
 	if w.chunk > 0 {
 		for i, b := range w.cols {
-			j := colJob{buf: b}
-			if w.fill != nil {
-				j.fill, j.lo, j.hi = w.fill[i], w.lo, w.hi
-			}
-			w.cur.jobs[i] <- j
+			w.cur.jobs[i] <- colJob{buf: b}
 			select {
 			case w.cols[i] = <-w.free[i]:
 			default:
@@ -383,7 +371,6 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			}
 		}
 		w.chunk = 0
-		w.fill = nil
 	}
 	if endGroup && w.rgRows > 0 {
 		for i := range w.cur.jobs {
@@ -429,37 +416,24 @@ func (w *fileWriter) check(i int, b *colBuf, rows int) error {
 	return nil
 }
 
-// fillRows adds n rows column by column instead of row by row: the main
-// goroutine only cuts them into chunks (at the rows endRow would cut at),
-// and each column's worker fills its chunk buffer itself with fill[i]
-// (one per table column) before encoding it, so the columns are filled on
-// the workers' cores, in parallel. size(lo, hi) is the bytes rows lo..hi
-// give the byte-valued columns (what bytes and str count), for the
-// row-group cut. The file is the same as the one endRow would write: the
-// same values in the same chunks. What fill reads must stay unchanged until
-// flushChunk or finish returns. It must start on a chunk boundary (no rows
-// set with the typed methods pending).
-func (w *fileWriter) fillRows(n int, size func(lo, hi int) int64, fill []colFill) error {
+// fillRows adds n rows a chunk at a time with fill, which sets every
+// column of the chunk's rows in one pass over them instead of one setter
+// call per value; the chunks are cut, checked and handed to the workers as
+// endRow does, so the file is the same as the one the setters would write.
+// What fill stores must stay unchanged until flushChunk or finish returns.
+// It must start on a chunk boundary (no rows set with the setters pending).
+func (w *fileWriter) fillRows(n int, fill rowFill) error {
 	if w.chunk != 0 {
-		return fmt.Errorf("lake: %s writer filled by columns in the middle of a chunk", w.t.name)
-	}
-	if len(fill) != len(w.t.cols) {
-		return fmt.Errorf("lake: %s writer filled with %d of %d columns", w.t.name, len(fill), len(w.t.cols))
-	}
-	for i, f := range fill {
-		if f == nil {
-			return fmt.Errorf("lake: %s column %s has no fill", w.t.name, w.t.cols[i].name)
-		}
+		return fmt.Errorf("lake: %s writer filled in bulk in the middle of a chunk", w.t.name)
 	}
 	for lo := 0; lo < n; {
 		hi := min(n, lo+chunkRows)
+		w.rgSize += fill(w.cols, lo, hi)
 		w.rows += int64(hi - lo)
 		w.rgRows += hi - lo
-		w.rgSize += size(lo, hi)
 		w.chunk = hi - lo
-		w.fill, w.lo, w.hi = fill, lo, hi
-		if hi-lo < chunkRows {
-			return nil // a partial chunk: sent by the next flushChunk or finish, as endRow leaves it
+		if w.chunk < chunkRows {
+			return nil // sent by the next flushChunk or finish, as endRow leaves it
 		}
 		if err := w.dispatch(false, false); err != nil {
 			return err
@@ -617,85 +591,13 @@ func (w *fileWriter) abort() {
 	w.tmp = nil
 }
 
-// notNull records k non-null values in b's null flags (OPTIONAL columns).
+// notNull records k more values set, not null (the null flags are kept for
+// OPTIONAL columns only).
 func (b *colBuf) notNull(k int) {
 	if b.opt {
 		for range k {
 			b.null = append(b.null, false)
 		}
 	}
-}
-
-// isNull records a null in b's flags: in a REQUIRED column too, where
-// check reports it.
-func (b *colBuf) isNull() { b.null = append(b.null, true) }
-
-// fillLong fills a LONG or TIMESTAMP column with get(j) for row j.
-func fillLong(get func(j int) int64) colFill {
-	return func(b *colBuf, lo, hi int) {
-		for j := lo; j < hi; j++ {
-			b.ints = append(b.ints, get(j))
-		}
-		b.notNull(hi - lo)
-		b.n += hi - lo
-	}
-}
-
-// fillConst fills a LONG or TIMESTAMP column with v in every row.
-func fillConst(v int64) colFill {
-	return func(b *colBuf, lo, hi int) {
-		for range hi - lo {
-			b.ints = append(b.ints, v)
-		}
-		b.notNull(hi - lo)
-		b.n += hi - lo
-	}
-}
-
-// fillDouble fills a DOUBLE column with get(j) for row j, null where
-// get reports !ok.
-func fillDouble(get func(j int) (float64, bool)) colFill {
-	return func(b *colBuf, lo, hi int) {
-		for j := lo; j < hi; j++ {
-			v, ok := get(j)
-			if !ok {
-				b.floats = append(b.floats, 0)
-				b.isNull()
-				continue
-			}
-			b.floats = append(b.floats, v)
-			if b.opt {
-				b.null = append(b.null, false)
-			}
-		}
-		b.n += hi - lo
-	}
-}
-
-// fillBytes fills a STRING or BINARY column with get(j) for row j, without
-// copying (as bytes), null where get reports !ok.
-func fillBytes(get func(j int) ([]byte, bool)) colFill {
-	return func(b *colBuf, lo, hi int) {
-		for j := lo; j < hi; j++ {
-			v, ok := get(j)
-			if !ok {
-				b.bytes = append(b.bytes, nil)
-				b.isNull()
-				continue
-			}
-			b.bytes = append(b.bytes, v)
-			if b.opt {
-				b.null = append(b.null, false)
-			}
-		}
-		b.n += hi - lo
-	}
-}
-
-// fillStr is fillBytes for strings, without copying them.
-func fillStr(get func(j int) (string, bool)) colFill {
-	return fillBytes(func(j int) ([]byte, bool) {
-		s, ok := get(j)
-		return unsafe.Slice(unsafe.StringData(s), len(s)), ok
-	})
+	b.n += k
 }

@@ -75,14 +75,14 @@ func writeQuarantineByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark
 	return df
 }
 
-// writeByColumn writes rows of table name with fillRows.
-func writeByColumn(t *testing.T, tb *table, st store.Store, n int, size func(lo, hi int) int64, fill []colFill) dataFile {
+// writeInBulk writes n rows of tb with fillRows.
+func writeInBulk(t *testing.T, tb *table, st store.Store, n int, fill rowFill) dataFile {
 	t.Helper()
 	w, err := newFileWriter(tb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.fillRows(n, size, fill); err != nil {
+	if err := w.fillRows(n, fill); err != nil {
 		w.abort()
 		t.Fatal(err)
 	}
@@ -104,13 +104,13 @@ func sameFile(t *testing.T, dir, table string, a, b dataFile) {
 		t.Fatal(err)
 	}
 	if string(da) != string(db) || a.Stats != b.Stats || a.Rows != b.Rows || a.Size != b.Size {
-		t.Errorf("%s: filled by column: %d rows, %d bytes, stats %s; by row: %d rows, %d bytes, stats %s",
+		t.Errorf("%s: filled in bulk: %d rows, %d bytes, stats %s; by row: %d rows, %d bytes, stats %s",
 			table, b.Rows, len(db), b.Stats, a.Rows, len(da), a.Stats)
 	}
 }
 
 // TestFillRowsSameFile checks that filling raw_events and quarantine files
-// column by column on the workers writes the same bytes and stats as
+// a chunk at a time with fillRows writes the same bytes and stats as
 // filling them row by row: across chunk and row-group cuts by rows, and
 // with row groups cut by bytes (large payloads).
 func TestFillRowsSameFile(t *testing.T) {
@@ -147,44 +147,34 @@ func TestFillRowsSameFile(t *testing.T) {
 			const ingest, batch = 1767261600123456, 42
 			sameFile(t, dir, TableRawEvents,
 				writeRawByRow(t, l, st, recs, valid, ingest, batch),
-				writeByColumn(t, l.tables[TableRawEvents].def, st, len(valid), rawSize(recs, valid, len(l.cfg.Keys)), l.rawFills(recs, valid, ingest, batch)))
+				writeInBulk(t, l.tables[TableRawEvents].def, st, len(valid), l.rawFill(recs, valid, ingest, batch)))
 			if len(bad) > 0 {
 				sameFile(t, dir, TableQuarantine,
 					writeQuarantineByRow(t, l, st, recs, bad, ingest, batch),
-					writeByColumn(t, l.tables[TableQuarantine].def, st, len(bad), quarantineSize(recs, bad), l.quarantineFills(recs, bad, ingest, batch)))
+					writeInBulk(t, l.tables[TableQuarantine].def, st, len(bad), l.quarantineFill(recs, bad, ingest, batch)))
 			}
 		})
 	}
 }
 
-// TestFillRowsErrors checks that a columnar fill that misses a column or
-// sets too few values is reported, not written.
+// TestFillRowsErrors checks that a fill that sets too few values of a
+// column is reported, not written.
 func TestFillRowsErrors(t *testing.T) {
 	l, _, _ := openTestLake(t)
 	tb := l.tables[TableQuarantine].def
 	recs := testRecords(20)
 	idx := []int{9, 19}
-	fill := l.quarantineFills(recs, idx, 1, 1)
-	size := quarantineSize(recs, idx)
-
+	fill := l.quarantineFill(recs, idx, 1, 1)
 	w, err := newFileWriter(tb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := append([]colFill(nil), fill...)
-	short[0] = nil
-	if err := w.fillRows(len(idx), size, short); err == nil {
-		t.Error("fillRows took a fill without a column")
+	short := func(cols []*colBuf, lo, hi int) int64 {
+		n := fill(cols, lo, hi)
+		cols[1].n--
+		return n
 	}
-	w.abort()
-
-	w, err = newFileWriter(tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := append([]colFill(nil), fill...)
-	bad[1] = func(b *colBuf, lo, hi int) { fill[1](b, lo, hi-1) }
-	if err := w.fillRows(len(idx), size, bad); err != nil {
+	if err := w.fillRows(len(idx), short); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.finish(context.Background(), l.st, ""); err == nil || !strings.Contains(err.Error(), "values for") {
