@@ -270,6 +270,20 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 		di, of, ba := cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints
 		st, so, fi, pa := cols[cStatus].bytes, cols[cSource].bytes, cols[cFile].bytes, cols[cPayload].bytes
 		var size int
+		key := func(k int, v string, null bool) {
+			b := cols[keyCol[k]]
+			if null {
+				b.bytes = append(b.bytes, nil)
+				b.null = append(b.null, true)
+			} else {
+				b.bytes = append(b.bytes, unsafe.Slice(unsafe.StringData(v), len(v)))
+				if b.opt {
+					b.null = append(b.null, false)
+				}
+				size += len(v)
+			}
+			b.n++
+		}
 		for _, i := range rows[lo:hi] {
 			r := &recs[i]
 			ev = append(ev, r.EventTime)
@@ -284,17 +298,8 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 			fi = append(fi, unsafe.Slice(unsafe.StringData(r.File), len(r.File)))
 			pa = append(pa, r.Payload)
 			size += len(s) + len(r.Source) + len(r.File) + len(r.Payload)
-		}
-		cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints = ev, ar, in
-		cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints = di, of, ba
-		cols[cStatus].bytes, cols[cSource].bytes, cols[cFile].bytes, cols[cPayload].bytes = st, so, fi, pa
-		for _, c := range []int{cEvent, cArrival, cIngest, cDisorder, cOffset, cBatch, cStatus, cSource, cFile, cPayload} {
-			cols[c].notNull(hi - lo)
-		}
-		if cValue >= 0 {
-			b := cols[cValue]
-			for _, i := range rows[lo:hi] {
-				r := &recs[i]
+			if cValue >= 0 {
+				b := cols[cValue]
 				if r.HasValue {
 					b.floats = append(b.floats, r.Value)
 				} else {
@@ -304,23 +309,16 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 					b.null = append(b.null, !r.HasValue)
 				}
 			}
-			b.n += hi - lo
+			forEachKeyPart(r.Key, len(keyCol), key)
 		}
-		for _, i := range rows[lo:hi] {
-			forEachKeyPart(recs[i].Key, len(keyCol), func(k int, v string, null bool) {
-				b := cols[keyCol[k]]
-				if null {
-					b.bytes = append(b.bytes, nil)
-					b.null = append(b.null, true)
-				} else {
-					b.bytes = append(b.bytes, unsafe.Slice(unsafe.StringData(v), len(v)))
-					if b.opt {
-						b.null = append(b.null, false)
-					}
-					size += len(v)
-				}
-				b.n++
-			})
+		cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints = ev, ar, in
+		cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints = di, of, ba
+		cols[cStatus].bytes, cols[cSource].bytes, cols[cFile].bytes, cols[cPayload].bytes = st, so, fi, pa
+		for _, c := range [...]int{cEvent, cArrival, cIngest, cDisorder, cOffset, cBatch, cStatus, cSource, cFile, cPayload} {
+			cols[c].notNull(hi - lo)
+		}
+		if cValue >= 0 {
+			cols[cValue].n += hi - lo
 		}
 		return int64(size)
 	}
