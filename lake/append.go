@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"tidemark"
 	"tidemark/lake/delta"
@@ -227,47 +228,19 @@ func forEachKeyPart(k tidemark.Key, n int, fn func(i int, v string, null bool)) 
 func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
 	t := l.tables[TableRawEvents].def
 	hours, groups := byHour(recs, idx)
-	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
-	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
-	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
-	cValue := -1
-	if l.cfg.ValueField != "" {
-		cValue = t.col("value")
-	}
-	keyCol := t.colsOf(l.cfg.Keys)
 	var out []addFile
 	for _, h := range hours {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		w, err := newFileWriterIn(t, l.st, len(groups[h]))
+		rows := groups[h]
+		w, err := newFileWriterIn(t, l.st, len(rows))
 		if err != nil {
 			return out, err
 		}
-		for _, i := range groups[h] {
-			r := &recs[i]
-			w.long(cEvent, r.EventTime)
-			w.long(cArrival, r.Arrival)
-			w.long(cIngest, ingest)
-			w.key(keyCol, r.Key)
-			if cValue >= 0 {
-				if r.HasValue {
-					w.double(cValue, r.Value)
-				} else {
-					w.null(cValue)
-				}
-			}
-			w.str(cStatus, r.Status.String())
-			w.long(cDisorder, r.Disorder)
-			w.str(cSource, r.Source)
-			w.str(cFile, r.File)
-			w.long(cOffset, r.Offset)
-			w.long(cBatch, batchID)
-			w.bytes(cPayload, r.Payload)
-			if err := w.endRow(); err != nil {
-				w.abort()
-				return out, err
-			}
+		if err := w.fillRows(len(rows), l.rawFill(recs, rows, ingest, batchID)); err != nil {
+			w.abort()
+			return out, err
 		}
 		date := dateOf(h * tidemark.MicrosPerHour)
 		hour := fmt.Sprintf("%02d", h-tidemark.FloorDiv(h, 24)*24)
@@ -278,6 +251,87 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		out = append(out, addFile{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
 	}
 	return out, nil
+}
+
+// rawFill returns the fill of fillRows for raw_events rows (indexes into
+// recs): one pass over each chunk's records, appending to local slices.
+func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64) rowFill {
+	t := l.tables[TableRawEvents].def
+	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
+	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
+	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
+	cValue := -1
+	if l.cfg.ValueField != "" {
+		cValue = t.col("value")
+	}
+	keyCol := t.colsOf(l.cfg.Keys)
+	return func(cols []*colBuf, lo, hi int) int64 {
+		ev, ar, in := cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints
+		di, of, ba := cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints
+		st, so, fi, pa := cols[cStatus].bytes, cols[cSource].bytes, cols[cFile].bytes, cols[cPayload].bytes
+		var size int
+		key := func(k int, v string, null bool) {
+			b := cols[keyCol[k]]
+			if null {
+				b.bytes = append(b.bytes, nil)
+				b.null = append(b.null, true)
+			} else {
+				b.bytes = append(b.bytes, unsafe.Slice(unsafe.StringData(v), len(v)))
+				if b.opt {
+					b.null = append(b.null, false)
+				}
+				size += len(v)
+			}
+			b.n++
+		}
+		for _, i := range rows[lo:hi] {
+			r := &recs[i]
+			ev = append(ev, r.EventTime)
+			ar = append(ar, r.Arrival)
+			in = append(in, ingest)
+			di = append(di, r.Disorder)
+			of = append(of, r.Offset)
+			ba = append(ba, batchID)
+			s := r.Status.String()
+			st = append(st, unsafe.Slice(unsafe.StringData(s), len(s)))
+			so = append(so, unsafe.Slice(unsafe.StringData(r.Source), len(r.Source)))
+			fi = append(fi, unsafe.Slice(unsafe.StringData(r.File), len(r.File)))
+			pa = append(pa, r.Payload)
+			size += len(s) + len(r.Source) + len(r.File) + len(r.Payload)
+			if cValue >= 0 {
+				b := cols[cValue]
+				if r.HasValue {
+					b.floats = append(b.floats, r.Value)
+				} else {
+					b.floats = append(b.floats, 0)
+				}
+				if b.opt || !r.HasValue {
+					b.null = append(b.null, !r.HasValue)
+				}
+			}
+			forEachKeyPart(r.Key, len(keyCol), key)
+		}
+		cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints = ev, ar, in
+		cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints = di, of, ba
+		cols[cStatus].bytes, cols[cSource].bytes, cols[cFile].bytes, cols[cPayload].bytes = st, so, fi, pa
+		for _, c := range [...]int{cEvent, cArrival, cIngest, cDisorder, cOffset, cBatch, cStatus, cSource, cFile, cPayload} {
+			cols[c].notNull(hi - lo)
+		}
+		if cValue >= 0 {
+			cols[cValue].n += hi - lo
+		}
+		return int64(size)
+	}
+}
+
+// keyPart returns part i of the n parts of k, or !ok for a null part.
+func keyPart(k tidemark.Key, n, i int) (v string, ok bool) {
+	forEachKeyPart(k, i+1, func(p int, s string, null bool) {
+		if p == i {
+			v, ok = s, !null
+		}
+	})
+	return v, ok
 }
 
 // byHour splits idx by event hour, hours in order. A batch's rows are
@@ -312,22 +366,9 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 	if err != nil {
 		return nil, err
 	}
-	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
-	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
-	for _, i := range idx {
-		r := &recs[i]
-		w.str(cReason, string(r.Reason))
-		w.str(cError, r.Err)
-		w.str(cSource, r.Source)
-		w.str(cFile, r.File)
-		w.long(cOffset, r.Offset)
-		w.long(cIngest, ingest)
-		w.long(cBatch, batchID)
-		w.bytes(cPayload, r.Payload)
-		if err := w.endRow(); err != nil {
-			w.abort()
-			return nil, err
-		}
+	if err := w.fillRows(len(idx), l.quarantineFill(recs, idx, ingest, batchID)); err != nil {
+		w.abort()
+		return nil, err
 	}
 	date := dateOf(ingest)
 	f, err := w.finish(ctx, l.st, "ingest_date="+date)
@@ -335,4 +376,34 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 		return nil, err
 	}
 	return []addFile{{f, map[string]*string{"ingest_date": strp(date)}}}, nil
+}
+
+// quarantineFill returns the fill of fillRows for quarantine rows
+// (indexes into recs).
+func (l *Lake) quarantineFill(recs []tidemark.Record, idx []int, ingest, batchID int64) rowFill {
+	t := l.tables[TableQuarantine].def
+	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
+	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
+	return func(cols []*colBuf, lo, hi int) int64 {
+		str := func(c int, s string) {
+			cols[c].bytes = append(cols[c].bytes, unsafe.Slice(unsafe.StringData(s), len(s)))
+		}
+		var size int
+		for _, i := range idx[lo:hi] {
+			r := &recs[i]
+			str(cReason, string(r.Reason))
+			str(cError, r.Err)
+			str(cSource, r.Source)
+			str(cFile, r.File)
+			cols[cOffset].ints = append(cols[cOffset].ints, r.Offset)
+			cols[cIngest].ints = append(cols[cIngest].ints, ingest)
+			cols[cBatch].ints = append(cols[cBatch].ints, batchID)
+			cols[cPayload].bytes = append(cols[cPayload].bytes, r.Payload)
+			size += len(r.Reason) + len(r.Err) + len(r.Source) + len(r.File) + len(r.Payload)
+		}
+		for _, b := range cols {
+			b.notNull(hi - lo)
+		}
+		return int64(size)
+	}
 }

@@ -37,7 +37,8 @@ type colBuf struct {
 	bools  []bool
 	bytes  [][]byte
 	null   []bool
-	n      int // values set in this chunk
+	n      int  // values set in this chunk
+	opt    bool // the column is OPTIONAL
 }
 
 // newColBuf returns an empty chunk buffer for column i of t with room for
@@ -46,7 +47,7 @@ type colBuf struct {
 // BenchmarkLongRunMemory got worse, so they are not.)
 func newColBuf(t *table, i, rows int) *colBuf {
 	c := t.cols[i]
-	b := &colBuf{}
+	b := &colBuf{opt: c.optional}
 	switch c.kind {
 	case kindTimestamp, kindLong:
 		b.ints = make([]int64, 0, rows)
@@ -74,6 +75,12 @@ type colJob struct {
 	buf   *colBuf
 	flush bool
 }
+
+// rowFill appends rows lo..hi (of the caller's rows, 0-based in the file)
+// to the chunk buffers cols (by table column index), in order, setting
+// each buffer's n, and returns the bytes they gave the byte-valued
+// columns (what bytes and str count); see fillRows.
+type rowFill func(cols []*colBuf, lo, hi int) int64
 
 // colAck answers a barrier with the column's first error, if any.
 type colAck struct {
@@ -344,11 +351,8 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 		return fmt.Errorf("lake: %s writer used after an error", w.t.name)
 	}
 	for i, b := range w.cols {
-		if b.n != w.chunk {
-			return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, b.n, w.chunk)
-		}
-		if w.def[i] == 0 && len(b.null) > 0 {
-			return fmt.Errorf("lake: %s column %s is required but got a null", w.t.name, w.t.cols[i].name)
+		if err := w.check(i, b, w.chunk); err != nil {
+			return err
 		}
 	}
 	endGroup := last || w.rgRows >= rowGroupRows || w.rgSize+int64(w.rgRows)*8*int64(len(w.t.cols)) >= rowGroupBytes
@@ -396,6 +400,45 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			w.failed = true
 			return err
 		}
+	}
+	return nil
+}
+
+// check reports a chunk buffer of column i that does not hold rows values
+// or holds a null in a REQUIRED column.
+func (w *fileWriter) check(i int, b *colBuf, rows int) error {
+	if b.n != rows {
+		return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, b.n, rows)
+	}
+	if w.def[i] == 0 && len(b.null) > 0 {
+		return fmt.Errorf("lake: %s column %s is required but got a null", w.t.name, w.t.cols[i].name)
+	}
+	return nil
+}
+
+// fillRows adds n rows a chunk at a time with fill, which sets every
+// column of the chunk's rows in one pass over them instead of one setter
+// call per value; the chunks are cut, checked and handed to the workers as
+// endRow does, so the file is the same as the one the setters would write.
+// What fill stores must stay unchanged until flushChunk or finish returns.
+// It must start on a chunk boundary (no rows set with the setters pending).
+func (w *fileWriter) fillRows(n int, fill rowFill) error {
+	if w.chunk != 0 {
+		return fmt.Errorf("lake: %s writer filled in bulk in the middle of a chunk", w.t.name)
+	}
+	for lo := 0; lo < n; {
+		hi := min(n, lo+chunkRows)
+		w.rgSize += fill(w.cols, lo, hi)
+		w.rows += int64(hi - lo)
+		w.rgRows += hi - lo
+		w.chunk = hi - lo
+		if w.chunk < chunkRows {
+			return nil // sent by the next flushChunk or finish, as endRow leaves it
+		}
+		if err := w.dispatch(false, false); err != nil {
+			return err
+		}
+		lo = hi
 	}
 	return nil
 }
@@ -546,4 +589,15 @@ func (w *fileWriter) abort() {
 	_ = w.tmp.Close()
 	_ = os.Remove(w.tmp.Name())
 	w.tmp = nil
+}
+
+// notNull records k more values set, not null (the null flags are kept for
+// OPTIONAL columns only).
+func (b *colBuf) notNull(k int) {
+	if b.opt {
+		for range k {
+			b.null = append(b.null, false)
+		}
+	}
+	b.n += k
 }
