@@ -64,15 +64,9 @@ func writeTestFile(t testing.TB, st store.Store, rows int) dataFile {
 		}
 		w.boolean(5, i%2 == 0)
 		w.bytes(6, []byte(fmt.Sprintf("raw\x00\xff%d", i)))
-		if err := w.endRow(); err != nil {
-			t.Fatal(err)
-		}
+		endTestRow(t, w)
 	}
-	df, err := w.finish(context.Background(), st, "d=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return df
+	return finishTestFile(t, w, st)
 }
 
 func readTestFile(t testing.TB, st store.Store, key string) ([]string, error) {
@@ -449,4 +443,22 @@ func TestFileColumnIndexBounds(t *testing.T) {
 	if checked < 7*3*pageBytes/16/2 {
 		t.Errorf("checked %d values, want most of them", checked)
 	}
+}
+
+// endTestRow ends a test file's row.
+func endTestRow(t testing.TB, w *fileWriter) {
+	t.Helper()
+	if err := w.endRow(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// finishTestFile finishes a test file into partition d=1 of st.
+func finishTestFile(t testing.TB, w *fileWriter, st store.Store) dataFile {
+	t.Helper()
+	df, err := w.finish(context.Background(), st, "d=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return df
 }

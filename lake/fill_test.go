@@ -38,15 +38,9 @@ func writeRawByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark.Record
 		w.long(cOffset, r.Offset)
 		w.long(cBatch, batchID)
 		w.bytes(cPayload, r.Payload)
-		if err := w.endRow(); err != nil {
-			t.Fatal(err)
-		}
+		endTestRow(t, w)
 	}
-	df, err := w.finish(context.Background(), st, "d=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return df
+	return finishTestFile(t, w, st)
 }
 
 // writeQuarantineByRow is writeRawByRow for the quarantine table.
@@ -67,15 +61,9 @@ func writeQuarantineByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark
 		w.long(tb.col("ingest_time"), ingest)
 		w.long(tb.col("batch_id"), batchID)
 		w.bytes(tb.col("payload"), r.Payload)
-		if err := w.endRow(); err != nil {
-			t.Fatal(err)
-		}
+		endTestRow(t, w)
 	}
-	df, err := w.finish(context.Background(), st, "d=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return df
+	return finishTestFile(t, w, st)
 }
 
 // writeInBulk writes n rows of tb with fillRows.
@@ -89,11 +77,7 @@ func writeInBulk(t *testing.T, tb *table, st store.Store, n int, fill rowFill) d
 		w.abort()
 		t.Fatal(err)
 	}
-	df, err := w.finish(context.Background(), st, "d=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return df
+	return finishTestFile(t, w, st)
 }
 
 func sameFile(t *testing.T, dir, table string, a, b dataFile) {

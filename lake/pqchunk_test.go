@@ -121,9 +121,7 @@ func writePQ(t *testing.T, tb *table, rows [][]any, dir string) (string, dataFil
 				w.bytes(c, v)
 			}
 		}
-		if err := w.endRow(); err != nil {
-			t.Fatal(err)
-		}
+		endTestRow(t, w)
 	}
 	df, err := w.finish(context.Background(), st, "")
 	if err != nil {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"hash/maphash"
 
 	"tidemark"
@@ -96,10 +97,13 @@ func (t *keyTable) insert(id int32, h int) {
 func (t *keyTable) del(k tidemark.Key, id int32) {
 	mask := len(t.slots) - 1
 	for i := t.hash(k) & mask; ; i = (i + 1) & mask {
-		if t.slots[i] == id {
+		switch t.slots[i] {
+		case id:
 			t.slots[i] = tombstone
 			t.live--
 			return
+		case emptySlot:
+			panic(fmt.Sprintf("stream: key id %d is not in the key table", id))
 		}
 	}
 }
@@ -193,10 +197,13 @@ func (t *slotTable) del(slots *slab, idx int32) {
 	mask := len(t.slots) - 1
 	s := slots.at(idx)
 	for i := slotHash(s.seq(), s.key) & mask; ; i = (i + 1) & mask {
-		if t.slots[i] == idx {
+		switch t.slots[i] {
+		case idx:
 			t.slots[i] = tombstone
 			t.live--
 			return
+		case emptySlot:
+			panic(fmt.Sprintf("stream: slot %d is not in the slot table", idx))
 		}
 	}
 }

@@ -48,3 +48,21 @@ func TestKeyTable(t *testing.T) {
 		t.Errorf("table of %d slots for at most 5000 keys", len(tab.slots))
 	}
 }
+
+// TestKeyTableDelMissingPanics: deleting a key the table does not hold is
+// an engine bug; it must stop at the first empty slot with a panic, not
+// probe forever.
+func TestKeyTableDelMissingPanics(t *testing.T) {
+	tab := newKeyTable()
+	keys := []keyEntry{{key: "a"}}
+	tab.put(keys, "a", 0)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("del of a missing key returned")
+		}
+		if _, ok := tab.get(keys, "a"); !ok {
+			t.Fatal("the failed del removed another key")
+		}
+	}()
+	tab.del("b", 1)
+}
