@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +19,32 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 
-// fakeClock is a settable clock for tests.
-type fakeClock struct{ now time.Time }
+// fakeClock is a settable clock for tests. A lake reads it from several
+// goroutines (raw_events and quarantine are written at once), so it is
+// guarded.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *fakeClock) Now() time.Time { return c.now }
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// advance moves the clock on by d.
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
 
 func testConfig(clock *fakeClock) Config {
 	return Config{
@@ -429,7 +452,7 @@ func TestCrashBeforeCommitThenVacuum(t *testing.T) {
 	if rep.FilesRemoved != 0 {
 		t.Errorf("got %d files vacuumed inside the retention, want 0: %v", rep.FilesRemoved, rep.Deleted)
 	}
-	clock.now = time.Now().Add(2 * time.Hour)
+	clock.set(time.Now().Add(2 * time.Hour))
 	rep, err = l.Vacuum(ctx, VacuumOptions{Retain: time.Hour, Force: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +524,7 @@ func TestCompactKeepsRows(t *testing.T) {
 		t.Errorf("second compaction: got %+v, %v, want no commit", rep, err)
 	}
 	// The merged-away files go with vacuum once out of retention.
-	clock.now = time.Now().Add(200 * time.Hour)
+	clock.set(time.Now().Add(200 * time.Hour))
 	vr, err := l.Vacuum(ctx, VacuumOptions{Retain: 168 * time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func TestForcedVacuumSparesInFlightFiles(t *testing.T) {
 			return
 		}
 		hs.setHook(nil)
-		clock.now = time.Now()
+		clock.set(time.Now())
 		rep, err := l.Vacuum(ctx, VacuumOptions{Retain: 0, Force: true})
 		vacErr, deleted = err, rep.Deleted
 	})
@@ -204,7 +204,7 @@ func TestWriterRewritesStaleFiles(t *testing.T) {
 		if strings.HasPrefix(key, TableRawEvents+"/") {
 			puts++
 			if puts == 1 {
-				clock.now = clock.now.Add(DefaultWriterGrace/2 + time.Second) // a long pause after the put
+				clock.advance(DefaultWriterGrace/2 + time.Second) // a long pause after the put
 			}
 		}
 	})
@@ -229,7 +229,7 @@ func TestWriterRewritesStaleFiles(t *testing.T) {
 	hs.setPutHook(func(key string) {
 		if strings.HasPrefix(key, TableRawEvents+"/") {
 			puts++
-			clock.now = clock.now.Add(DefaultWriterGrace/2 + time.Second)
+			clock.advance(DefaultWriterGrace/2 + time.Second)
 		}
 	})
 	before := tableVersion(t, l, TableRawEvents)
@@ -293,7 +293,7 @@ func TestVacuumRetentionFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.now = time.Now().Add(time.Second)
+	clock.set(time.Now().Add(time.Second))
 	rep, err := l.Vacuum(ctx, VacuumOptions{Retain: 0, Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func TestVacuumRetentionFloor(t *testing.T) {
 	if rep.InFlight != len(orphans) {
 		t.Errorf("got %d files reported in flight, want %d", rep.InFlight, len(orphans))
 	}
-	clock.now = time.Now().Add(DefaultWriterGrace + time.Second)
+	clock.set(time.Now().Add(DefaultWriterGrace + time.Second))
 	rep, err = l.Vacuum(ctx, VacuumOptions{Retain: 0, Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func TestMergeRedoneWhenReadFileVacuumed(t *testing.T) {
 		if _, err := l.Compact(ctx, TableWindowResults, 1<<20); err != nil {
 			t.Error(err)
 		}
-		clock.now = time.Now().Add(time.Second)
+		clock.set(time.Now().Add(time.Second))
 		if _, err := l.Vacuum(ctx, VacuumOptions{Retain: 0, Force: true}); err != nil {
 			t.Error(err)
 		}
@@ -374,7 +374,7 @@ func TestVacuumSweepsStaleTemps(t *testing.T) {
 	if err := l.AppendBatch(ctx, Batch{AppID: "s", BatchID: 1, Records: testRecords(40)}); err != nil {
 		t.Fatal(err)
 	}
-	clock.now = time.Now()
+	clock.set(time.Now())
 	tmp := filepath.Join(dir, ".tidemark-tmp")
 	stale := filepath.Join(tmp, "put-0123456789abcdef01234567.tmp")
 	young := filepath.Join(tmp, "put-76543210fedcba9876543210.tmp")
@@ -383,7 +383,7 @@ func TestVacuumSweepsStaleTemps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old := clock.now.Add(-200 * time.Hour)
+	old := clock.Now().Add(-200 * time.Hour)
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}

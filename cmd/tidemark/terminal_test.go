@@ -150,7 +150,8 @@ func maskVolatile(s, lakeDir, in string) string {
 // checkpoint sizes and paths masked): -update with TIDEMARK_GOLDEN_BINARY
 // naming that binary. It was re-recorded when the progress line gained
 // "sources" and "checkpoint_bytes" and aligned reading changed which lines
-// of the two input files each batch holds.
+// of the two input files each batch holds, and again when the engine's
+// state_bytes estimate became 68 B a slot (the chunked slot slab).
 func TestStreamStderrFileUnchanged(t *testing.T) {
 	bin := binary
 	if b := os.Getenv("TIDEMARK_GOLDEN_BINARY"); b != "" && *updateGolden {
