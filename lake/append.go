@@ -108,7 +108,7 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 	}
 	rawErr := l.appendRaw(ctx, b, txn, valid, ingest, params)
 	quarantined.Wait()
-	if err := errors.Join(rawErr, qErr); err != nil {
+	if err := oneLine(rawErr, qErr); err != nil {
 		return fmt.Errorf("append batch %d: %w", b.BatchID, err)
 	}
 	if len(b.Closed) > 0 {
@@ -406,4 +406,16 @@ func (l *Lake) quarantineFill(recs []tidemark.Record, idx []int, ingest, batchID
 		}
 		return int64(size)
 	}
+}
+
+// oneLine is errors.Join on one line: the stream's error is the last line
+// of its stderr, and both tables' errors stay reachable by errors.Is/As.
+func oneLine(a, b error) error {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return fmt.Errorf("%w; %w", a, b)
 }

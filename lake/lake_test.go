@@ -689,3 +689,17 @@ func TestUpsertBumpLeavesCallerRows(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestOneLine: a batch whose raw_events and quarantine appends both fail
+// reports both on one line (the stream's error is the last line of its
+// stderr), and both stay reachable.
+func TestOneLine(t *testing.T) {
+	a, b := errors.New("append raw_events: down"), errors.New("append quarantine: down")
+	if oneLine(nil, nil) != nil || oneLine(a, nil) != a || oneLine(nil, b) != b {
+		t.Fatal("a single error or none must come back as it is")
+	}
+	err := oneLine(a, b)
+	if strings.Contains(err.Error(), "\n") || !errors.Is(err, a) || !errors.Is(err, b) {
+		t.Fatalf("oneLine(a, b) = %q", err)
+	}
+}
