@@ -25,23 +25,23 @@ type bounds struct {
 }
 
 func (b *bounds) addInt(v int64) {
-	if !b.has || v < b.minI {
-		b.minI = v
-	}
-	if !b.has || v > b.maxI {
-		b.maxI = v
-	}
+	widen(b.has, &b.minI, &b.maxI, v)
 	b.has = true
 }
 
 func (b *bounds) addFloat(v float64) {
-	if !b.has || v < b.minF {
-		b.minF = v
-	}
-	if !b.has || v > b.maxF {
-		b.maxF = v
-	}
+	widen(b.has, &b.minF, &b.maxF, v)
 	b.has = true
+}
+
+// widen moves lo and hi out to v; with has false they start at v.
+func widen[T int64 | float64](has bool, lo, hi *T, v T) {
+	if !has || v < *lo {
+		*lo = v
+	}
+	if !has || v > *hi {
+		*hi = v
+	}
 }
 
 func (b *bounds) addBytes(v []byte) {
