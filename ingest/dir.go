@@ -55,6 +55,7 @@ type DirSource struct {
 	// file by identity: records at or past the offset are not returned,
 	// and a file not in it gives none. nil otherwise.
 	until map[[2]uint64]int64
+	pool  readPool // the files' read buffers, reused once Recycle allows
 
 	watcher    *fsnotify.Watcher
 	watched    map[string]bool   // absolute directory paths
@@ -67,8 +68,9 @@ type DirSource struct {
 }
 
 var (
-	_ Source = (*DirSource)(nil)
-	_ Waiter = (*DirSource)(nil)
+	_ Source   = (*DirSource)(nil)
+	_ Waiter   = (*DirSource)(nil)
+	_ Recycler = (*DirSource)(nil)
 )
 
 // fileState is one tracked file.
@@ -391,6 +393,7 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 			}
 		}
 	}
+	d.pool.read()
 	arrival := d.cfg.Clock().UnixMicro()
 	dst = slices.Grow(dst, d.expect(maxRecords))
 	d.keys = d.keys[:0]
@@ -427,6 +430,13 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 	return dst, nil
 }
 
+// Mark implements Recycler.
+func (d *DirSource) Mark() uint64 { return d.pool.mark() }
+
+// Recycle implements Recycler: the read buffers only records before mark
+// point into are read into again.
+func (d *DirSource) Recycle(mark uint64) { d.pool.recycle(mark) }
+
 // expect estimates how many records a Read of up to maxRecords returns,
 // from the unread bytes of the files at their last stat, so the batch is
 // allocated once instead of growing by copies (a Record is ~150 bytes). A
@@ -458,7 +468,8 @@ func (d *DirSource) expect(maxRecords int) int {
 // the path order, stopping early once its event time passes bound (another
 // file lags now). more reports that it stopped for max or bound, not for
 // lack of data. Payloads point into the line reader's buffers, which are
-// never overwritten (stable), so they are not copied.
+// not overwritten (stable) before Recycle says their records are done
+// with, so they are not copied.
 func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords int, arrival int64, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
 	if d.finished(st) {
 		if st.r != nil {
@@ -566,9 +577,10 @@ func (d *DirSource) openReader(st *fileState) error {
 	final := st.compressed || d.cfg.Once
 	st.r = newLineReader(src, st.pos.Offset, final, d.cfg.Format, d.cfg.MaxLineBytes)
 	st.r.stable = true
-	st.r.size = 256 << 10 // tailing: files are reopened as they grow
+	st.r.pool = &d.pool
+	st.r.size = tailBuffer // tailing: files are reopened as they grow
 	if d.cfg.Once {
-		st.r.size = 1 << 20
+		st.r.size = onceBuffer
 	}
 	if n := len(d.files); n > 8 {
 		// Aligned reading keeps every file with data open at once: share
@@ -580,6 +592,12 @@ func (d *DirSource) openReader(st *fileState) error {
 	}
 	return nil
 }
+
+// The read buffer sizes of a file (variables so a test can use small ones).
+var (
+	onceBuffer = 1 << 20
+	tailBuffer = 256 << 10
+)
 
 // arena hands out payload copies from chunks that are never reused, so a
 // batch's payloads stay valid for as long as the batch holds them.

@@ -87,6 +87,9 @@ var decodeWorkers = func() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
 // drop forgets the reader and what was cut from it; the position is kept,
 // and reading starts again from it.
 func (in *lineInput) drop() {
+	if in.r != nil {
+		in.r.release()
+	}
 	in.r, in.csv, in.ahead, in.noLine, in.err = nil, nil, nil, false, nil
 }
 

@@ -21,6 +21,10 @@ type lineReader struct {
 	// tail. size is the buffer size (0: initialBuffer).
 	stable bool
 	size   int
+	// pool, if set, lends the stable buffers and takes back each one the
+	// reader has moved past (readPool: reused once its records are done
+	// with).
+	pool *readPool
 
 	buf        []byte
 	start, end int   // unreturned bytes are buf[start:end]
@@ -131,13 +135,14 @@ func (r *lineReader) fill() (int, error) {
 		size = initialBuffer
 	}
 	if r.buf == nil {
-		r.buf = make([]byte, size)
+		r.buf = r.pool.get(size)
 	}
 	if r.stable {
 		if r.end == len(r.buf) {
 			tail := r.end - r.start
-			nb := make([]byte, max(size, 2*tail))
+			nb := r.pool.get(max(size, 2*tail))
 			r.end = copy(nb, r.buf[r.start:r.end])
+			r.pool.put(r.buf)
 			r.buf, r.start = nb, 0
 		}
 	} else if r.start > 0 {
@@ -155,6 +160,12 @@ func (r *lineReader) fill() (int, error) {
 		r.eof = false
 	}
 	return n, err
+}
+
+// release gives the buffer back to the pool: the reader is done with it.
+func (r *lineReader) release() {
+	r.pool.put(r.buf)
+	r.buf, r.start, r.end = nil, 0, 0
 }
 
 // pending reports whether bytes are buffered that are not yet returned (a

@@ -18,7 +18,8 @@ type Source interface {
 	// Read returns up to max records available now (complete lines only),
 	// appended to dst. It returns no records (and nil error) when nothing is
 	// available at the moment. The records' Payloads stay valid after later
-	// Reads: each Read allocates its own arena.
+	// Reads (each Read allocates its own arena, or keeps its read buffers),
+	// until a Recycler is told the records are done with.
 	Read(ctx context.Context, dst []tidemark.Record, max int) ([]tidemark.Record, error)
 	// Position is the resume point after the last record Read returned.
 	Position() Position
@@ -34,6 +35,38 @@ type Source interface {
 // timeout passes, or when ctx is done (returning its error).
 type Waiter interface {
 	Wait(ctx context.Context, timeout time.Duration) error
+}
+
+// Recycler is implemented by sources whose records' payloads point into
+// read buffers the source reuses once told the records are done with.
+// Without a Recycle call nothing is reused.
+type Recycler interface {
+	// Mark returns a mark for every record returned so far. It is called
+	// by the goroutine that reads.
+	Mark() uint64
+	// Recycle says that no record returned before mark is read any more
+	// (nor its payload's bytes): the buffers they point into may be read
+	// into again. It may be called while another goroutine reads.
+	Recycle(mark uint64)
+}
+
+// Marks returns the call that tells each source that can recycle that the
+// records it returned so far are done with: the reader takes it after a
+// batch's Reads, and the batch's consumer calls it once it is finished
+// with the batch's records.
+func Marks(srcs []Source) func() {
+	var marks []func()
+	for _, s := range srcs {
+		if r, ok := s.(Recycler); ok {
+			m := r.Mark()
+			marks = append(marks, func() { r.Recycle(m) })
+		}
+	}
+	return func() {
+		for _, f := range marks {
+			f()
+		}
+	}
 }
 
 // Limiter is implemented by sources that can stop at a position: the

@@ -71,6 +71,9 @@ func (r *runner) setFrontiers(end map[string]json.RawMessage) error {
 type readBatch struct {
 	entry offsetsEntry // BatchID is set by the processor
 	recs  []tidemark.Record
+	// recycle tells the sources that recs are done with: their read
+	// buffers may be read into again (ingest.Recycler).
+	recycle func()
 }
 
 // run is the micro-batch loop. Reading and decoding the next batch overlaps
@@ -103,6 +106,7 @@ func (r *runner) run(ctx context.Context) error {
 		if err := r.process(context.WithoutCancel(ctx), b.entry, b.recs); err != nil {
 			return err
 		}
+		b.recycle()
 		free <- b.recs[:0]
 		if ctx.Err() != nil {
 			return nil // a clean stop: the last batch is committed
@@ -179,7 +183,7 @@ func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan [
 			entry.SourceRows[recs[i].Source]++
 		}
 		select {
-		case out <- readBatch{entry: entry, recs: recs}:
+		case out <- readBatch{entry: entry, recs: recs, recycle: ingest.Marks(r.sources)}:
 		case <-ctx.Done():
 			return nil
 		}
