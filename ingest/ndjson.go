@@ -264,9 +264,12 @@ func (d *NDJSONDecoder) scan(b []byte) bool {
 			return d.fail(i, "expected a field name")
 		}
 		ks := i + 1
-		ke, esc, ok := d.str(b, ks)
-		if !ok {
-			return false
+		ke, esc := quickStr(b, ks), false
+		if ke < 0 {
+			var ok bool
+			if ke, esc, ok = d.str(b, ks); !ok {
+				return false
+			}
 		}
 		i = skipSpace(b, ke+1)
 		if i >= len(b) || b[i] != ':' {
@@ -282,9 +285,12 @@ func (d *NDJSONDecoder) scan(b []byte) bool {
 		}
 		switch b[i] {
 		case '"':
-			e, es, ok := d.str(b, i+1)
-			if !ok {
-				return false
+			e, es := quickStr(b, i+1), false
+			if e < 0 {
+				var ok bool
+				if e, es, ok = d.str(b, i+1); !ok {
+					return false
+				}
 			}
 			kind, vs, ve, vesc, i = kindString, i+1, e, es, e+1
 		case '{', '[':
@@ -304,8 +310,10 @@ func (d *NDJSONDecoder) scan(b []byte) bool {
 			}
 			kind, ve, i = k, e, e
 		}
-		if slot := d.match(b[ks:ke], esc); slot >= 0 {
-			d.spans[slot] = span{start: vs, end: ve, kind: kind, escaped: vesc}
+		if esc || d.lens&lenBit(ke-ks) != 0 { // most of a line's fields: no wanted name is that long
+			if slot := d.match(b[ks:ke], esc); slot >= 0 {
+				d.spans[slot] = span{start: vs, end: ve, kind: kind, escaped: vesc}
+			}
 		}
 		i = skipSpace(b, i)
 		if i >= len(b) {
@@ -341,6 +349,24 @@ func (d *NDJSONDecoder) match(name []byte, escaped bool) int {
 	}
 	for i, n := range d.names {
 		if len(n) == len(name) && n == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// quickStr is str's answer, inlined into scan, for a string body at i
+// with nothing special before its closing quote (a line's names and most
+// values): the index of that quote, found 8 bytes at a time. It returns -1
+// for every other string (escapes, control or non-ASCII bytes, the last 7
+// bytes of the line), which str then scans byte by byte, so both paths
+// give the same answer (FuzzQuickStr).
+func quickStr(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			if i += bits.TrailingZeros64(m) >> 3; b[i] != '"' {
+				break
+			}
 			return i
 		}
 	}

@@ -351,6 +351,29 @@ func TestNextSpecial(t *testing.T) {
 }
 
 // FuzzAppendKeyBytes holds appendKeyBytes to the root encoding it copies.
+// FuzzQuickStr holds scan's inlined string path to str: where quickStr
+// finds a string's end, str finds the same end, without escapes.
+func FuzzQuickStr(f *testing.F) {
+	f.Add([]byte(`"event_time":"2026-01-01T00:00:00.055Z","page":"/p/76"`), uint8(1))
+	f.Add([]byte(`"a\"b"      `), uint8(1))
+	f.Add([]byte("\"caf\xc3\xa9\" and more bytes"), uint8(1))
+	f.Add([]byte("\"tab\there\"........"), uint8(1))
+	f.Add([]byte(`"short"`), uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, at uint8) {
+		var d NDJSONDecoder
+		for i := int(at) % (len(b) + 1); i <= len(b); i++ {
+			j := quickStr(b, i)
+			if j < 0 {
+				continue
+			}
+			e, esc, ok := d.str(b, i)
+			if e != j || esc || !ok {
+				t.Fatalf("%q at %d: quickStr %d, str %d, %v, %v", b, i, j, e, esc, ok)
+			}
+		}
+	})
+}
+
 func FuzzAppendKeyBytes(f *testing.F) {
 	f.Add([]byte("prefix"), []byte(""))
 	f.Add([]byte{}, []byte("a value longer than thirty-two bytes, past the stack buffer"))
