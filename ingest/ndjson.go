@@ -238,6 +238,9 @@ func (d *NDJSONDecoder) fail(i int, msg string) bool {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i // the usual case: no space at all
+	}
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
