@@ -427,6 +427,9 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 			d.queue.put(keyOf(&st.pos, k.i))
 		} // else: nothing more now; a later Read looks again
 	}
+	if d.cfg.Once && d.Exhausted() {
+		d.pool.drop() // no buffer will be read into again
+	}
 	return dst, nil
 }
 

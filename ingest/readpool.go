@@ -117,6 +117,16 @@ func (p *readPool) mark() uint64 {
 	return p.reads
 }
 
+// drop lets every buffer go (the source reads no more): the garbage
+// collector takes each once no record points into it.
+func (p *readPool) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.retired)
+	clear(p.free)
+	p.retired, p.free, p.bytes = nil, nil, 0
+}
+
 // recycle says that no record returned by the Reads up to mark is read any
 // more. It may be called while another goroutine reads.
 func (p *readPool) recycle(mark uint64) {
