@@ -58,6 +58,7 @@ type inflight struct {
 	marks   []sourceMark
 
 	gate     *store.Gate
+	encoded  chan struct{} // closed once its raw_events files are written, or the lake write is over
 	appended chan error    // the lake write's result
 	done     chan struct{} // closed once the batch is committed or failed
 }
@@ -127,6 +128,7 @@ func (r *runner) dispatch(ctx context.Context, c *committer, entry offsetsEntry,
 		commit:   commitEntryOf(entry.BatchID, entry.End, r.engine, nil, nil),
 		marks:    r.engine.sourceMarks(time.UnixMicro(entry.ReadTime)),
 		gate:     store.NewGate(),
+		encoded:  make(chan struct{}),
 		appended: make(chan error, 1),
 		done:     make(chan struct{}),
 	}
@@ -140,10 +142,18 @@ func (r *runner) dispatch(ctx context.Context, c *committer, entry offsetsEntry,
 			r.tip = f.ref
 		}
 	}
-	gated := store.WithGate(ctx, f.gate)
+	var encoded sync.Once
+	done := func() { encoded.Do(func() { close(f.encoded) }) }
+	gated := lake.WithWritten(store.WithGate(ctx, f.gate), func(table string) {
+		if table == lake.TableRawEvents {
+			done()
+		}
+	})
 	go func() {
 		defer trace.StartRegion(gated, "lake").End()
-		f.appended <- r.lake.AppendBatch(gated, r.lakeBatch(entry, recs, res, nil))
+		err := r.lake.AppendBatch(gated, r.lakeBatch(entry, recs, res, nil))
+		done()
+		f.appended <- err
 	}()
 	c.todo <- f
 	return f, nil
