@@ -97,10 +97,11 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 			return ref, c.put(ctx, ref.File, changes)
 		}
 	}
+	ref := &stateRef{Snapshot: id, Token: frameCRC(changes), SnapshotRows: eng.openRows()}
+	ref.File = snapshotKey(id)
 	var data []byte
 	switch e, ok := eng.(*Engine); {
 	case override == nil && ok:
-		ref := snapshotRef(id, eng, changes, nil)
 		n, sum, err := c.putSnapshot(ctx, ref.File, e)
 		if err != nil {
 			return nil, err
@@ -115,21 +116,12 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
 		}
 	}
-	ref := snapshotRef(id, eng, changes, data)
+	ref.SnapshotBytes = int64(len(data))
+	ref.Bytes, ref.CRC = int64(len(data)), frameCRC(data)
 	if err := c.put(ctx, ref.File, data); err != nil {
 		return nil, err
 	}
 	return ref, nil
-}
-
-// snapshotRef is the reference of batch id's state file when it is a
-// snapshot, data (nil: its size and CRC are filled in once it is written).
-func snapshotRef(id int64, eng windower, changes, data []byte) *stateRef {
-	ref := &stateRef{Snapshot: id, File: snapshotKey(id), Token: frameCRC(changes), SnapshotRows: eng.openRows()}
-	if data != nil {
-		ref.Bytes, ref.CRC, ref.SnapshotBytes = int64(len(data)), frameCRC(data), int64(len(data))
-	}
-	return ref
 }
 
 // changelogRef is the reference of batch id's state file when the

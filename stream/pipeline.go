@@ -49,14 +49,13 @@ type inflight struct {
 	res   BatchResult
 	began time.Time
 
-	// commit is its commit entry but for State; ref and stateFile its state
-	// file (a changelog or a snapshot) when the processor took it (nil: the
-	// committer writes it with writeState, the engine held still
-	// meanwhile).
-	commit    commitEntry
-	stateFile []byte
-	ref       *stateRef
-	marks     []sourceMark
+	// commit is its commit entry but for State; changes and ref its state
+	// file when the processor took it (nil: the committer writes it with
+	// writeState, the engine held still meanwhile).
+	commit  commitEntry
+	changes []byte
+	ref     *stateRef
+	marks   []sourceMark
 
 	gate     *store.Gate
 	encoded  chan struct{} // closed once its raw_events files are written, or the lake write is over
@@ -138,12 +137,8 @@ func (r *runner) dispatch(ctx context.Context, c *committer, entry offsetsEntry,
 		if err != nil {
 			return nil, err
 		}
-		f.ref, f.stateFile = r.ck.changelogRef(entry.BatchID, r.engine, r.tip, changes), changes
-		if f.ref == nil && r.engine.stateBytes() <= inlineSnapshot {
-			f.stateFile = r.engine.snapshot()
-			f.ref = snapshotRef(entry.BatchID, r.engine, changes, f.stateFile)
-		}
-		if f.ref != nil {
+		if f.ref = r.ck.changelogRef(entry.BatchID, r.engine, r.tip, changes); f.ref != nil {
+			f.changes = changes
 			r.tip = f.ref
 		}
 	}
@@ -163,12 +158,6 @@ func (r *runner) dispatch(ctx context.Context, c *committer, entry offsetsEntry,
 	c.todo <- f
 	return f, nil
 }
-
-// inlineSnapshot is the largest state (its heap estimate) whose snapshot
-// the processor encodes in memory for the committer; a larger one the
-// committer streams from the engine (putSnapshot), which holds still
-// meanwhile.
-const inlineSnapshot = 16 << 20
 
 // holdsEngine reports whether the committer reads the engine for f (its
 // state file): the processor waits for f before it changes the engine.
@@ -196,7 +185,7 @@ func (r *runner) commitInflight(f *inflight) error {
 		ref, refErr = r.ck.writeState(ctx, f.entry.BatchID, r.engine, nil)
 		r.tip = ref
 	} else {
-		refErr = r.ck.put(ctx, ref.File, f.stateFile)
+		refErr = r.ck.put(ctx, ref.File, f.changes)
 	}
 	region.End()
 	if err := errors.Join(<-f.appended, refErr); err != nil {
