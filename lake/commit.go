@@ -101,17 +101,6 @@ func (l *Lake) checkAdds(ctx context.Context, h *handle, files []addFile, starte
 	return nil
 }
 
-type writtenKey struct{}
-
-// WithWritten returns ctx carrying fn, which the lake's writers called with
-// it call with a table's name each time they have written the data files of
-// a commit attempt to that table, before committing them: a stream starts
-// encoding its next batch once the current one's raw_events files are
-// written (stream/pipeline.go), not while they are.
-func WithWritten(ctx context.Context, fn func(table string)) context.Context {
-	return context.WithValue(ctx, writtenKey{}, fn)
-}
-
 // attemptFunc builds one commit attempt from the latest snapshot (nil when
 // the table does not exist): the transaction and the data files it wrote
 // for it. A nil transaction means nothing to do.
@@ -142,9 +131,6 @@ func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, er
 		region := trace.StartRegion(ctx, "write "+h.def.name)
 		tx, files, err := fn(snap)
 		region.End()
-		if w, ok := ctx.Value(writtenKey{}).(func(string)); ok && err == nil {
-			w(h.def.name)
-		}
 		if err != nil {
 			l.discard(ctx, h, files)
 			if errors.Is(err, fs.ErrNotExist) {

@@ -121,8 +121,8 @@ func (r *runner) processAll(ctx context.Context, batches <-chan readBatch, free 
 	for b := range batches {
 		if last != nil {
 			// The engine changes only once the committer is done reading it;
-			// and one batch's raw_events files are encoded at a time.
-			wait := last.encoded
+			// and one batch's data files are encoded at a time.
+			wait := last.gate.Reached()
 			if last.holdsEngine() {
 				wait = last.done
 			}

@@ -58,7 +58,6 @@ type inflight struct {
 	marks   []sourceMark
 
 	gate     *store.Gate
-	encoded  chan struct{} // closed once its raw_events files are written, or the lake write is over
 	appended chan error    // the lake write's result
 	done     chan struct{} // closed once the batch is committed or failed
 }
@@ -128,7 +127,6 @@ func (r *runner) dispatch(ctx context.Context, c *committer, entry offsetsEntry,
 		commit:   commitEntryOf(entry.BatchID, entry.End, r.engine, nil, nil),
 		marks:    r.engine.sourceMarks(time.UnixMicro(entry.ReadTime)),
 		gate:     store.NewGate(),
-		encoded:  make(chan struct{}),
 		appended: make(chan error, 1),
 		done:     make(chan struct{}),
 	}
@@ -142,18 +140,10 @@ func (r *runner) dispatch(ctx context.Context, c *committer, entry offsetsEntry,
 			r.tip = f.ref
 		}
 	}
-	var encoded sync.Once
-	done := func() { encoded.Do(func() { close(f.encoded) }) }
-	gated := lake.WithWritten(store.WithGate(ctx, f.gate), func(table string) {
-		if table == lake.TableRawEvents {
-			done()
-		}
-	})
+	gated := store.WithGate(ctx, f.gate)
 	go func() {
 		defer trace.StartRegion(gated, "lake").End()
-		err := r.lake.AppendBatch(gated, r.lakeBatch(entry, recs, res, nil))
-		done()
-		f.appended <- err
+		f.appended <- r.lake.AppendBatch(gated, r.lakeBatch(entry, recs, res, nil))
 	}()
 	c.todo <- f
 	return f, nil

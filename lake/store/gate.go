@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Gate holds back what a writer publishes until it opens, so a writer can
 // do its work (encode and write its temp files, fsync them) before it may
@@ -13,13 +16,15 @@ import "context"
 // and fsyncing its temp file, before the rename; S3 before the upload.
 // Reads and deletes are not held.
 type Gate struct {
-	open chan struct{}
-	err  error
+	open    chan struct{}
+	err     error
+	reached chan struct{}
+	reach   sync.Once
 }
 
 // NewGate returns a closed gate.
 func NewGate() *Gate {
-	return &Gate{open: make(chan struct{})}
+	return &Gate{open: make(chan struct{}), reached: make(chan struct{})}
 }
 
 // Open lets every waiter through, or with err fails each (and every later
@@ -27,10 +32,16 @@ func NewGate() *Gate {
 func (g *Gate) Open(err error) {
 	g.err = err
 	close(g.open)
+	g.reach.Do(func() { close(g.reached) })
 }
+
+// Reached is closed once a writer first waited at the gate (its first
+// object is written and waits to be published), or the gate opened.
+func (g *Gate) Reached() <-chan struct{} { return g.reached }
 
 // wait blocks until the gate opens or ctx ends.
 func (g *Gate) wait(ctx context.Context) error {
+	g.reach.Do(func() { close(g.reached) })
 	select {
 	case <-g.open:
 		return g.err

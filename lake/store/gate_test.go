@@ -14,7 +14,8 @@ import (
 )
 
 // TestGate checks that Put, PutIfAbsent and Publish with a gated context
-// publish nothing until the gate opens, that a gate opened with an error fails them and leaves no object and no
+// publish nothing until the gate opens, that Reached tells a writer waits,
+// that a gate opened with an error fails them and leaves no object and no
 // temp file, and that a temp file left behind by a writer that died at the
 // gate is swept.
 func TestGate(t *testing.T) {
@@ -37,7 +38,12 @@ func TestGate(t *testing.T) {
 	go func() { done <- d.Put(gated, "a/put.json", strings.NewReader("put"), 3) }()
 	go func() { done <- d.PutIfAbsent(gated, "a/absent.json", []byte("absent")) }()
 	go func() { done <- d.Publish(gated, "a/staged.parquet", f) }()
-	time.Sleep(100 * time.Millisecond) // ungated, all three would be done by now
+	select {
+	case <-g.Reached():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no writer reached the gate")
+	}
+	time.Sleep(50 * time.Millisecond) // let all three get there
 	if infos, err := d.List(ctx, "a/"); err != nil || len(infos) != 0 {
 		t.Fatalf("before the gate opened: listed %v, %v, want nothing", infos, err)
 	}
