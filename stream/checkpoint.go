@@ -162,12 +162,6 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 // commitState is the part of commit after writeState: the commit entry
 // naming ref, a state file writeState made durable.
 func (c *checkpoint) commitState(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng windower, state drainState, ref *stateRef) error {
-	return c.writeCommit(ctx, commitEntryOf(batchID, end, eng, state, ref))
-}
-
-// commitEntryOf is the commit entry of batch batchID, whose state file ref
-// names, as the engine stands after the batch.
-func commitEntryOf(batchID int64, end map[string]json.RawMessage, eng windower, state drainState, ref *stateRef) commitEntry {
 	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.sourceWatermarks()}
 	w, hasW := eng.watermark()
 	if state != nil {
@@ -176,15 +170,10 @@ func commitEntryOf(batchID int64, end map[string]json.RawMessage, eng windower, 
 	if hasW {
 		entry.Watermark = &w
 	}
-	return entry
-}
-
-// writeCommit writes a commit entry, the commit point of its batch.
-func (c *checkpoint) writeCommit(ctx context.Context, entry commitEntry) error {
-	if err := c.write(ctx, batchKey("commits", entry.BatchID), entry); err != nil {
+	if err := c.write(ctx, batchKey("commits", batchID), entry); err != nil {
 		return err
 	}
-	c.committed(entry.BatchID, entry.State)
+	c.committed(batchID, ref)
 	return nil
 }
 

@@ -92,12 +92,21 @@ func changelogKey(id int64) string { return fmt.Sprintf("state/%020d.changelog",
 // changes is the batch's encoded changelog (its CRC is the ref's Token).
 func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, override drainState, changes []byte) (*stateRef, error) {
 	prev := c.chain
-	if override == nil {
-		if ref := c.changelogRef(id, eng, prev, changes); ref != nil {
-			return ref, c.put(ctx, ref.File, changes)
-		}
+	limit := c.maxChangelogs
+	if limit <= 0 {
+		limit = maxChangelogs
 	}
-	ref := &stateRef{Snapshot: id, Token: frameCRC(changes), SnapshotRows: eng.openRows()}
+	open := eng.openRows()
+	snapshot := override != nil || snapshotDue(prev, int64(len(changes)), open, limit)
+	ref := &stateRef{Snapshot: id, Token: frameCRC(changes), SnapshotRows: open}
+	if !snapshot {
+		ref.Snapshot, ref.SnapshotBytes, ref.SnapshotRows = prev.Snapshot, prev.SnapshotBytes, prev.SnapshotRows
+		ref.File = changelogKey(id)
+		ref.ChangelogBytes = prev.ChangelogBytes + int64(len(changes))
+		ref.Changelogs = prev.Changelogs + 1
+		ref.Bytes, ref.CRC = int64(len(changes)), frameCRC(changes)
+		return ref, c.put(ctx, ref.File, changes)
+	}
 	ref.File = snapshotKey(id)
 	var data []byte
 	switch e, ok := eng.(*Engine); {
@@ -122,27 +131,6 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 		return nil, err
 	}
 	return ref, nil
-}
-
-// changelogRef is the reference of batch id's state file when the
-// snapshot rule lets it be a changelog (changes) after the chain prev;
-// nil when a snapshot is due.
-func (c *checkpoint) changelogRef(id int64, eng windower, prev *stateRef, changes []byte) *stateRef {
-	limit := c.maxChangelogs
-	if limit <= 0 {
-		limit = maxChangelogs
-	}
-	open := eng.openRows()
-	if snapshotDue(prev, int64(len(changes)), open, limit) {
-		return nil
-	}
-	return &stateRef{
-		Snapshot: prev.Snapshot, SnapshotBytes: prev.SnapshotBytes, SnapshotRows: prev.SnapshotRows,
-		File:           changelogKey(id),
-		ChangelogBytes: prev.ChangelogBytes + int64(len(changes)),
-		Changelogs:     prev.Changelogs + 1,
-		Bytes:          int64(len(changes)), CRC: frameCRC(changes), Token: frameCRC(changes),
-	}
 }
 
 // putSnapshot streams the engine's snapshot to key through a pipe. The

@@ -3,14 +3,13 @@ package stream
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"runtime/trace"
 	"sync"
 	"time"
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/lake"
 )
 
 // openSources opens every --source at its checkpointed position.
@@ -74,11 +73,10 @@ type readBatch struct {
 	recs  []tidemark.Record
 }
 
-// run is the micro-batch loop: reading and decoding the next batch, the
-// engine and the lake's encoding of the one after it, and the commits of
-// the one before overlap (pipeline.go). Each batch's write-ahead entry is
-// still written only after the previous batch committed, and its start is
-// exactly the previous batch's end.
+// run is the micro-batch loop. Reading and decoding the next batch overlaps
+// with processing and committing the current one (two cores at work); the
+// write-ahead entry of a batch is still written only after the previous
+// batch committed, and its start is exactly the previous batch's end.
 func (r *runner) run(ctx context.Context) error {
 	batches := make(chan readBatch, 1)
 	free := make(chan []tidemark.Record, 2) // record slices handed back for reuse
@@ -95,8 +93,20 @@ func (r *runner) run(ctx context.Context) error {
 		for range batches { // let the reader finish; its batch is read again after a restart
 		}
 	}()
-	if err := r.processAll(ctx, batches, free); err != nil {
-		return err
+	for b := range batches {
+		b.entry.BatchID = r.nextID
+		if err := r.lock.lost(); err != nil {
+			return err
+		}
+		// Once the batch is read, finish it even if ctx is cancelled now:
+		// SIGTERM commits the current batch, then exits.
+		if err := r.process(context.WithoutCancel(ctx), b.entry, b.recs); err != nil {
+			return err
+		}
+		free <- b.recs[:0]
+		if ctx.Err() != nil {
+			return nil // a clean stop: the last batch is committed
+		}
 	}
 	if err := <-readErr; err != nil {
 		return err
@@ -108,48 +118,6 @@ func (r *runner) run(ctx context.Context) error {
 		return r.drain(ctx)
 	}
 	return nil
-}
-
-// processAll is the processor: it runs each batch read through the engine
-// and hands it to the committer, until the reader stops, ctx is cancelled
-// (a clean stop: every batch handed over is committed first) or a batch
-// fails.
-func (r *runner) processAll(ctx context.Context, batches <-chan readBatch, free chan []tidemark.Record) error {
-	c := r.startCommitter(free)
-	r.tip = r.ck.chain
-	var last *inflight
-	for b := range batches {
-		if last != nil {
-			// The engine changes only once the committer is done reading it;
-			// and one batch's data files are encoded at a time.
-			wait := last.gate.Reached()
-			if last.holdsEngine() {
-				wait = last.done
-			}
-			<-wait
-		}
-		if err := errors.Join(c.failed(), r.lock.lost()); err != nil {
-			return errors.Join(err, c.stop())
-		}
-		b.entry.BatchID = r.nextID
-		region := trace.StartRegion(ctx, "engine")
-		began := time.Now()
-		res, err := r.processInMemory(b.entry, b.recs)
-		if err == nil {
-			// Once the batch is read, finish it even if ctx is cancelled
-			// now: SIGTERM commits the current batch, then exits.
-			last, err = r.dispatch(context.WithoutCancel(ctx), c, b.entry, b.recs, res, began)
-		}
-		region.End()
-		if err != nil {
-			return errors.Join(err, c.stop())
-		}
-		r.nextID++
-		if ctx.Err() != nil {
-			break // a clean stop: the batches handed over are committed
-		}
-	}
-	return c.stop()
 }
 
 // readLoop reads micro-batches until the input is exhausted (--once) or ctx
@@ -180,9 +148,7 @@ func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan [
 		if err != nil {
 			return err
 		}
-		region := trace.StartRegion(ctx, "read")
 		recs, err := r.read(ctx, buf)
-		region.End()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -301,6 +267,32 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// process runs one batch through the write-ahead log, the engine, the lake
+// and the checkpoint, in that order. The engine works in memory while the
+// write-ahead entry is made durable; nothing of the batch reaches the lake
+// or the checkpoint before it is.
+func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemark.Record) error {
+	began := time.Now()
+	var (
+		logged sync.WaitGroup
+		logErr error
+	)
+	logged.Go(func() { logErr = r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry) })
+	res, err := r.processInMemory(entry, recs)
+	logged.Wait()
+	if logErr != nil {
+		return logErr
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.commit(ctx, entry, recs, res, nil); err != nil {
+		return err
+	}
+	r.sum.count(recs)
+	return r.publish(entry, recs, res, time.Since(began))
+}
+
 // processInMemory moves the watermark and runs the batch through the
 // engine: nothing durable.
 func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (BatchResult, error) {
@@ -313,8 +305,8 @@ func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (Ba
 
 // publish tells the world about a committed batch: the progress line and
 // metrics first, then the windows on --print.
-func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, res BatchResult, marks []sourceMark, took time.Duration) error {
-	r.report(entry, recs, res, marks, took)
+func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) error {
+	r.report(entry, recs, res, took)
 	if r.cfg.Print == nil {
 		return nil
 	}
@@ -326,6 +318,17 @@ func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, res BatchRe
 
 // commit writes the batch to the lake and records it in the checkpoint. state overrides the engine's state (used by drain).
 func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark.Record, res BatchResult, state drainState) error {
+	rows := make([]lake.WindowRow, len(res.Emitted))
+	var wm *int64
+	if w, ok := markOf(state); ok {
+		wm = &w
+	} else if res.HasWatermark && res.Watermark != tidemark.MaxTime {
+		w := res.Watermark
+		wm = &w
+	}
+	for i, e := range res.Emitted {
+		rows[i] = lake.WindowRow{Result: e, Origin: lake.OriginStream, Revision: 1, ComputedAt: entry.ReadTime, Watermark: wm}
+	}
 	// The state file is written beside the lake commits (their fsyncs
 	// overlap); the commit entry that names it waits for both.
 	var (
@@ -333,13 +336,8 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 		ref    *stateRef
 		refErr error
 	)
-	saved.Go(func() {
-		defer trace.StartRegion(ctx, "state").End()
-		ref, refErr = r.ck.writeState(ctx, entry.BatchID, r.engine, state)
-	})
-	region := trace.StartRegion(ctx, "lake")
-	err := r.lake.AppendBatch(ctx, r.lakeBatch(entry, recs, res, state))
-	region.End()
+	saved.Go(func() { ref, refErr = r.ck.writeState(ctx, entry.BatchID, r.engine, state) })
+	err := r.lake.AppendBatch(ctx, lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime, Watermark: wm})
 	saved.Wait()
 	if err != nil {
 		return err
@@ -348,7 +346,6 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 		return refErr
 	}
 	r.sum.Emitted += int64(len(res.Emitted))
-	defer trace.StartRegion(ctx, "commit entry").End()
 	if err := r.ck.commitState(ctx, entry.BatchID, entry.End, r.engine, state, ref); err != nil {
 		return err
 	}

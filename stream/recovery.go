@@ -35,7 +35,7 @@ func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
 	if err := r.commit(ctx, entry, nil, res, after); err != nil {
 		return err
 	}
-	if err := r.publish(entry, nil, res, r.engine.sourceMarks(time.UnixMicro(entry.ReadTime)), 0); err != nil {
+	if err := r.publish(entry, nil, res, 0); err != nil {
 		return err
 	}
 	// The engine now holds W = +inf; reload the saved state so a caller that
@@ -95,7 +95,7 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 		return err
 	}
 	r.sum.count(recs)
-	if err := r.publish(*entry, recs, res, r.engine.sourceMarks(frozen), 0); err != nil {
+	if err := r.publish(*entry, recs, res, 0); err != nil {
 		return err
 	}
 	return r.openSources(ctx, entry.End)

@@ -270,7 +270,7 @@ type eventTime struct {
 }
 
 // report writes the batch's progress line and updates metrics.
-func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchResult, marks []sourceMark, took time.Duration) {
+func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) {
 	p := progress{
 		BatchID:     entry.BatchID,
 		Timestamp:   tidemark.FormatTime(entry.ReadTime),
@@ -303,6 +303,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 	if res.HasWatermark && res.Watermark != tidemark.MaxTime {
 		p.EventTime.Watermark = tidemark.FormatTime(res.Watermark)
 	}
+	marks := r.engine.sourceMarks(time.UnixMicro(entry.ReadTime))
 	p.Sources = make(map[string]sourceProgress, len(marks))
 	for _, m := range marks {
 		sp := sourceProgress{Idle: m.Idle}

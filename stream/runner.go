@@ -225,11 +225,7 @@ type runner struct {
 	// readTime is the current batch's read time, µs: the sources' clock.
 	readTime atomic.Int64
 	buf      []tidemark.Record
-	// tip is the state chain of the newest batch the processor handed to
-	// the committer (its state file need not be written yet): the next
-	// batch's changelog follows it (pipeline.go).
-	tip   *stateRef
-	track *tracker // what OnProgress needs across batches
+	track    *tracker // what OnProgress needs across batches
 }
 
 func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {

@@ -87,9 +87,6 @@ func (d *Dir) put(ctx context.Context, key string, r io.Reader, size int64, noRe
 			os.Remove(tmp)
 		}
 	}()
-	if err := awaitGate(ctx); err != nil {
-		return err
-	}
 	if err := d.mkdirAll(filepath.Dir(p)); err != nil {
 		return err
 	}

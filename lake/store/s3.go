@@ -112,9 +112,6 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 	if !validKey(key) {
 		return invalidKey("put", key)
 	}
-	if err := awaitGate(ctx); err != nil {
-		return &fs.PathError{Op: "put", Path: key, Err: err}
-	}
 	opts := minio.PutObjectOptions{PartSize: uint64(s.partSize)}
 	if size >= 0 && size <= s.partSize {
 		buf := make([]byte, size)
@@ -134,9 +131,6 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if !validKey(key) {
 		return invalidKey("put-if-absent", key)
-	}
-	if err := awaitGate(ctx); err != nil {
-		return &fs.PathError{Op: "put-if-absent", Path: key, Err: err}
 	}
 	return s.putIfAbsent(ctx, key, data)
 }

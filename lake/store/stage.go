@@ -63,9 +63,6 @@ func (d *Dir) publish(ctx context.Context, key string, f *os.File) error {
 	case err == nil:
 		err = ctx.Err()
 	}
-	if err == nil {
-		err = awaitGate(ctx) // after the fsync: the wait is not spent on it
-	}
 	p := d.path(key)
 	if err == nil {
 		err = d.mkdirAll(filepath.Dir(p))
