@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -127,7 +128,9 @@ func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, er
 			readVersion = snap.Version
 		}
 		started := l.clock()
+		region := trace.StartRegion(ctx, "write "+h.def.name)
 		tx, files, err := fn(snap)
+		region.End()
 		if err != nil {
 			l.discard(ctx, h, files)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -158,7 +161,9 @@ func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, er
 			continue
 		}
 		tx.ReadVersion = readVersion
+		region = trace.StartRegion(ctx, "commit "+h.def.name)
 		v, err := h.dt.Commit(ctx, tx)
+		region.End()
 		switch {
 		case err == nil:
 			return v, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -152,7 +153,9 @@ func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan [
 		if err != nil {
 			return err
 		}
+		region := trace.StartRegion(ctx, "read")
 		recs, err := r.read(ctx, buf)
+		region.End()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -281,8 +284,13 @@ func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemar
 		logged sync.WaitGroup
 		logErr error
 	)
-	logged.Go(func() { logErr = r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry) })
+	logged.Go(func() {
+		defer trace.StartRegion(ctx, "offsets").End()
+		logErr = r.ck.write(ctx, batchKey("offsets", entry.BatchID), entry)
+	})
+	region := trace.StartRegion(ctx, "engine")
 	res, err := r.processInMemory(entry, recs)
+	region.End()
 	logged.Wait()
 	if logErr != nil {
 		return logErr
@@ -340,8 +348,13 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 		ref    *stateRef
 		refErr error
 	)
-	saved.Go(func() { ref, refErr = r.ck.writeState(ctx, entry.BatchID, r.engine, state) })
+	saved.Go(func() {
+		defer trace.StartRegion(ctx, "state").End()
+		ref, refErr = r.ck.writeState(ctx, entry.BatchID, r.engine, state)
+	})
+	region := trace.StartRegion(ctx, "lake")
 	err := r.lake.AppendBatch(ctx, lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime, Watermark: wm})
+	region.End()
 	saved.Wait()
 	if err != nil {
 		return err
@@ -350,6 +363,8 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 		return refErr
 	}
 	r.sum.Emitted += int64(len(res.Emitted))
+	region = trace.StartRegion(ctx, "commit entry")
+	defer region.End()
 	if err := r.ck.commitState(ctx, entry.BatchID, entry.End, r.engine, state, ref); err != nil {
 		return err
 	}
