@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -36,6 +38,7 @@ func newApp() *cli.App {
 		}),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile (pprof) of the run to this file", EnvVars: env("cpuprofile")},
+			&cli.StringFlag{Name: "trace", Usage: "write an execution trace (go tool trace) of the run to this file", EnvVars: env("trace")},
 		},
 		Before:    startProfile,
 		After:     stopProfile,
@@ -48,32 +51,43 @@ func newApp() *cli.App {
 	}
 }
 
-// startProfile starts the --cpuprofile CPU profile, if asked for.
+// startProfile starts the --cpuprofile CPU profile and the --trace
+// execution trace, if asked for.
 func startProfile(c *cli.Context) error {
-	path := c.String("cpuprofile")
-	if path == "" {
-		return nil
+	c.App.Metadata = map[string]any{}
+	for _, p := range []struct {
+		flag  string
+		start func(io.Writer) error
+	}{{"cpuprofile", pprof.StartCPUProfile}, {"trace", trace.Start}} {
+		path := c.String(p.flag)
+		if path == "" {
+			continue
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", p.flag, err)
+		}
+		if err := p.start(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--%s: %w", p.flag, err)
+		}
+		c.App.Metadata[p.flag] = f
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return fmt.Errorf("--cpuprofile: %w", err)
-	}
-	c.App.Metadata = map[string]any{"cpuprofile": f}
 	return nil
 }
 
-// stopProfile ends the profile started by startProfile.
+// stopProfile ends what startProfile started.
 func stopProfile(c *cli.Context) error {
-	f, ok := c.App.Metadata["cpuprofile"].(*os.File)
-	if !ok {
-		return nil
+	var errs []error
+	if f, ok := c.App.Metadata["cpuprofile"].(*os.File); ok {
+		pprof.StopCPUProfile()
+		errs = append(errs, f.Close())
 	}
-	pprof.StopCPUProfile()
-	return f.Close()
+	if f, ok := c.App.Metadata["trace"].(*os.File); ok {
+		trace.Stop()
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // env names the environment variable that can set a flag: TIDEMARK_<FLAG>.
