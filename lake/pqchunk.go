@@ -513,6 +513,7 @@ func (e *colChunk) cutPage() error {
 		body = append(body, lv...)
 	}
 	encoding := format.Plain
+	var words []int64 // the values of a REQUIRED PLAIN number page
 	switch {
 	case e.enc == encDict:
 		encoding = format.RLEDictionary
@@ -539,6 +540,7 @@ func (e *colChunk) cutPage() error {
 			body = appendWords(body, e.words)
 		} else {
 			body = wordBytes(e.words, body)
+			words = e.words
 		}
 		e.nPlain++
 	}
@@ -549,7 +551,10 @@ func (e *colChunk) cutPage() error {
 		NumValues: int32(e.n), Encoding: encoding, DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE,
 		Statistics: format.Statistics{NullCount: int64(e.nulls)},
 	})}
-	size, err := e.writePage(&h, &e.pages, body)
+	if e.col.kind == kindDouble {
+		words = nil // doubles share few high bytes: zstd's own matches pay
+	}
+	size, err := e.writePage(&h, &e.pages, body, words)
 	if err != nil {
 		return err
 	}
@@ -592,13 +597,22 @@ func appendWords(dst []byte, words []int64) []byte {
 }
 
 // writePage appends a page (header, then the body compressed) to out and
-// returns its size.
-func (e *colChunk) writePage(h *format.PageHeader, out *bytes.Buffer, body []byte) (int, error) {
+// returns its size. words, when not nil, are the int64 values body holds
+// PLAIN: zstd pages of them are written by appendZstdWords.
+func (e *colChunk) writePage(h *format.PageHeader, out *bytes.Buffer, body []byte, words []int64) (int, error) {
 	comp := getScratch()
 	defer putScratch(comp)
-	c, err := e.codec.Encode((*comp)[:0], body)
-	if err != nil {
-		return 0, fmt.Errorf("compress %s page: %w", e.col.name, err)
+	var c []byte
+	if _, zstd := e.codec.(*zstdCodec); zstd && words != nil && zstdWordsFit(words) {
+		lits := getScratch()
+		c = appendZstdWords((*comp)[:0], words, lits)
+		putScratch(lits)
+	} else {
+		var err error
+		c, err = e.codec.Encode((*comp)[:0], body)
+		if err != nil {
+			return 0, fmt.Errorf("compress %s page: %w", e.col.name, err)
+		}
 	}
 	*comp = c
 	h.UncompressedPageSize = int32(len(body))
@@ -767,7 +781,7 @@ func (e *colChunk) finish() error {
 		NumValues: int32(e.dictLen), Encoding: format.Plain,
 	})}
 	var out bytes.Buffer
-	if _, err := e.writePage(&h, &out, dict); err != nil {
+	if _, err := e.writePage(&h, &out, dict, nil); err != nil {
 		return err
 	}
 	e.dictPage = append(e.dictPage[:0], out.Bytes()...)

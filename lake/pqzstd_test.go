@@ -1,0 +1,123 @@
+package lake
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	kzstd "github.com/klauspost/compress/zstd"
+)
+
+// zstdWordCases are pages of int64 values of every shape the encoder
+// tells apart: empty, one value, values sharing 0 to 8 high bytes with
+// their predecessor, mixed runs, blocks past zstd's 128 KiB, and the
+// page sizes the writer cuts.
+func zstdWordCases(r *rand.Rand) map[string][]int64 {
+	cases := map[string][]int64{"empty": nil, "one": {42}, "two": {1 << 40, 1<<40 + 5}}
+	gen := func(n int, next func(prev int64, i int) int64) []int64 {
+		w := make([]int64, n)
+		for i := range w {
+			var p int64
+			if i > 0 {
+				p = w[i-1]
+			}
+			w[i] = next(p, i)
+		}
+		return w
+	}
+	ts := int64(1_767_225_600_000_000)
+	cases["timestamps"] = gen(32768, func(p int64, i int) int64 { return ts + int64(i)*997 + r.Int64N(5_000_000) })
+	cases["sorted"] = gen(40000, func(p int64, i int) int64 { return max(p, ts) + r.Int64N(3)*1000 })
+	cases["random"] = gen(5000, func(int64, int) int64 { return int64(r.Uint64()) })
+	cases["small"] = gen(20000, func(int64, int) int64 { return r.Int64N(10_000_000) })
+	cases["negative"] = gen(3000, func(int64, int) int64 { return -r.Int64N(1000) })
+	cases["constant"] = gen(70000, func(int64, int) int64 { return 7 })
+	cases["mixed"] = gen(50000, func(p int64, i int) int64 {
+		switch (i / 300) % 4 {
+		case 0:
+			return int64(r.Uint64())
+		case 1:
+			return p ^ r.Int64N(1<<(8*r.IntN(8)+1))
+		case 2:
+			return p
+		}
+		return ts + r.Int64N(1<<20)
+	})
+	for k := range 9 {
+		cases["shared"+string(rune('0'+k))] = gen(1000, func(p int64, i int) int64 {
+			if i == 0 {
+				return int64(r.Uint64())
+			}
+			if k == 8 {
+				return p
+			}
+			bitsN := 64 - 8*k
+			return int64(uint64(p)>>bitsN<<bitsN | (uint64(p)^(1<<(bitsN-1))|r.Uint64())&(1<<bitsN-1))
+		})
+	}
+	return cases
+}
+
+func TestZstdWordsRoundTrip(t *testing.T) {
+	dec, err := kzstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	var lits []byte
+	for name, words := range zstdWordCases(r) {
+		frame := appendZstdWords([]byte("prefix"), words, &lits)
+		if !bytes.HasPrefix(frame, []byte("prefix")) {
+			t.Fatalf("%s: the destination's bytes changed", name)
+		}
+		got, err := dec.DecodeAll(frame[len("prefix"):], nil)
+		if err != nil {
+			t.Fatalf("%s (%d values): decode: %v", name, len(words), err)
+		}
+		want := appendWords(nil, words)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s (%d values): decoded %d bytes, not the %d written", name, len(words), len(got), len(want))
+		}
+		size := len(frame) - len("prefix")
+		t.Logf("%-10s %6d values -> %7d bytes", name, len(words), size)
+		// Values that share k high bytes with their predecessor keep about
+		// 8-k bytes each (the timestamps share 4 or 5).
+		if most := map[string]int{"timestamps": 4, "small": 5, "constant": 1, "shared3": 5, "shared5": 3, "shared7": 1}[name]; most > 0 && size > len(words)*most+len(words)/32+64 {
+			t.Errorf("%s: %d values took %d bytes, want at most ~%d a value", name, len(words), size, most)
+		}
+		if size > 8*len(words)+len(words)/64+64 {
+			t.Errorf("%s: %d values took %d bytes: more than stored", name, len(words), size)
+		}
+	}
+}
+
+// FuzzZstdWords holds appendZstdWords to the zstd decoder on any values:
+// the bytes are taken 8 at a time as int64s.
+func FuzzZstdWords(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, words := range zstdWordCases(r) {
+		f.Add(appendWords(nil, words[:min(len(words), 600)]))
+	}
+	dec, err := kzstd.NewReader(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer dec.Close()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		words := make([]int64, len(b)/8)
+		for i := range words {
+			words[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+		var lits []byte
+		frame := appendZstdWords(nil, words, &lits)
+		got, err := dec.DecodeAll(frame, nil)
+		if err != nil {
+			t.Fatalf("%d values: decode: %v", len(words), err)
+		}
+		if want := b[:8*len(words)]; !bytes.Equal(got, want) {
+			t.Fatalf("%d values: decoded bytes differ", len(words))
+		}
+	})
+}
