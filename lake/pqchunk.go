@@ -604,9 +604,9 @@ func (e *colChunk) writePage(h *format.PageHeader, out *bytes.Buffer, body []byt
 	defer putScratch(comp)
 	var c []byte
 	if _, zstd := e.codec.(*zstdCodec); zstd && words != nil && zstdWordsFit(words) {
-		lits := getScratch()
-		c = appendZstdWords((*comp)[:0], words, lits)
-		putScratch(lits)
+		sc := zwFree.get()
+		c = appendZstdWords((*comp)[:0], words, sc)
+		zwFree.put(sc)
 	} else {
 		var err error
 		c, err = e.codec.Encode((*comp)[:0], body)
@@ -633,30 +633,47 @@ func (e *colChunk) writePage(h *format.PageHeader, out *bytes.Buffer, body []byt
 // (which cost ~40 MiB of peak RSS on the 1M-event stream). A free list
 // rather than a sync.Pool: a GC does not empty it, and it holds at most
 // scratchKept buffers.
-var scratchFree struct {
-	sync.Mutex
-	bufs []*[]byte
+var scratchFree = freeList[[]byte]{
+	make: func() *[]byte { b := make([]byte, 0, pageBytes+pageBytes/8); return &b },
+	keep: func(b *[]byte) bool { return cap(*b) <= 4*pageBytes },
+}
+
+// zwFree holds the scratch of appendZstdWords (literals and Huffman
+// tables), as scratchFree holds page buffers.
+var zwFree = freeList[zwScratch]{
+	make: func() *zwScratch { return new(zwScratch) },
+	keep: func(s *zwScratch) bool { return cap(s.lits) <= 4*pageBytes },
 }
 
 const scratchKept = 16
 
-func getScratch() *[]byte {
-	scratchFree.Lock()
-	defer scratchFree.Unlock()
-	if n := len(scratchFree.bufs); n > 0 {
-		b := scratchFree.bufs[n-1]
-		scratchFree.bufs = scratchFree.bufs[:n-1]
-		return b
-	}
-	b := make([]byte, 0, pageBytes+pageBytes/8)
-	return &b
+func getScratch() *[]byte  { return scratchFree.get() }
+func putScratch(b *[]byte) { scratchFree.put(b) }
+
+// freeList keeps up to scratchKept values that keep accepts for reuse.
+type freeList[T any] struct {
+	mu   sync.Mutex
+	free []*T
+	make func() *T
+	keep func(*T) bool
 }
 
-func putScratch(b *[]byte) {
-	scratchFree.Lock()
-	defer scratchFree.Unlock()
-	if len(scratchFree.bufs) < scratchKept && cap(*b) <= 4*pageBytes {
-		scratchFree.bufs = append(scratchFree.bufs, b)
+func (l *freeList[T]) get() *T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		v := l.free[n-1]
+		l.free = l.free[:n-1]
+		return v
+	}
+	return l.make()
+}
+
+func (l *freeList[T]) put(v *T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.free) < scratchKept && l.keep(v) {
+		l.free = append(l.free, v)
 	}
 }
 

@@ -3,6 +3,8 @@ package lake
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/klauspost/compress/huff0"
 )
 
 // A zstd encoder for PLAIN pages of int64 values (timestamps, offsets,
@@ -28,6 +30,7 @@ const (
 	// zwBlockCost is about what a block adds beyond its literals: block
 	// header, literals and sequences headers, the RLE codes, the bitstream.
 	zwBlockCost = 12
+	zwHuffMin   = 1024 // fewer literals are stored raw
 )
 
 // zstdWordsFit reports whether appendZstdWords should encode src rather
@@ -44,9 +47,14 @@ func zstdWordsFit(words []int64) bool {
 	return same*8 <= len(words)
 }
 
-// appendZstdWords appends words, PLAIN, as one zstd frame; lits is
-// scratch space for the literals of a block.
-func appendZstdWords(dst []byte, words []int64, lits *[]byte) []byte {
+// zwScratch is what appendZstdWords reuses from one call to the next.
+type zwScratch struct {
+	lits []byte
+	huff huff0.Scratch
+}
+
+// appendZstdWords appends words, PLAIN, as one zstd frame.
+func appendZstdWords(dst []byte, words []int64, sc *zwScratch) []byte {
 	n := len(words)
 	size := 8 * n
 	dst = binary.LittleEndian.AppendUint32(dst, zwMagic)
@@ -62,8 +70,8 @@ func appendZstdWords(dst []byte, words []int64, lits *[]byte) []byte {
 		dst = append(dst, 2<<6|1<<5)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(size))
 	}
-	z := zwEncoder{dst: dst, lits: (*lits)[:0], last: -1}
-	defer func() { *lits = z.lits }()
+	z := zwEncoder{dst: dst, huff: &sc.huff, lits: sc.lits[:0], last: -1}
+	defer func() { sc.lits = z.lits }()
 	if n > 0 {
 		z.whole(words[0])
 	}
@@ -81,10 +89,13 @@ func appendZstdWords(dst []byte, words []int64, lits *[]byte) []byte {
 			continue
 		}
 		// A run of values sharing at least kk high bytes, up to the
-		// values kk was chosen over (then it is chosen again), in a block
-		// of its own: the literals before it belong to the one before.
-		z.flush()
-		z.k = kk
+		// values kk was chosen over (then it is chosen again). It goes on
+		// the block being assembled if that is a run of the same K with
+		// no trailing literals, else it starts a block.
+		if z.first || z.seqs == 0 || z.k != kk || len(z.lits) != z.seqs*(8-kk) {
+			z.flush()
+			z.k = kk
+		}
 		if !z.offsetSet {
 			// The frame's first sequence names offset 8 as the third
 			// repeated offset (zstd starts them at 1, 4, 8); from then on
@@ -100,6 +111,10 @@ func appendZstdWords(dst []byte, words []int64, lits *[]byte) []byte {
 			z.k = kk
 		}
 		for i < min(n, until) && sharedHigh(words[i], words[i-1]) >= kk {
+			if 8*(z.seqs+1) > zwMaxBlock {
+				z.flush()
+				z.k = kk
+			}
 			z.lits = appendLow(z.lits, words[i], 8-kk)
 			z.seqs++
 			i++
@@ -165,6 +180,7 @@ func appendLow(b []byte, v int64, n int) []byte {
 // literals (values stored whole); with no sequences it is a raw block.
 type zwEncoder struct {
 	dst       []byte
+	huff      *huff0.Scratch
 	lits      []byte // literals of the block being assembled
 	seqs, k   int
 	first     bool // its one sequence is the frame's first (see appendZstdWords)
@@ -208,16 +224,7 @@ func (z *zwEncoder) seqBlock() {
 	start := len(z.dst)
 	z.last = start
 	z.dst = append(z.dst, 0, 0, 0) // the header, once the size is known
-	// Literals section, raw: a 1-, 2- or 3-byte header.
-	switch l := len(z.lits); {
-	case l < 32:
-		z.dst = append(z.dst, byte(l<<3))
-	case l < 4096:
-		z.dst = append(z.dst, byte(1<<2|(l&15)<<4), byte(l>>4))
-	default:
-		z.dst = append(z.dst, byte(3<<2|(l&15)<<4), byte(l>>4), byte(l>>12))
-	}
-	z.dst = append(z.dst, z.lits...)
+	z.literals()
 	// Sequences section: the count, RLE modes for literal lengths, offsets
 	// and match lengths, their one code each, and the bitstream.
 	switch {
@@ -236,6 +243,54 @@ func (z *zwEncoder) seqBlock() {
 	}
 	z.dst = append(z.dst, 1<<6|1<<4|1<<2, byte(8-k), ofCode, byte(k-3), bitstream)
 	copy(z.dst[start:], appendBlockHeader(nil, 2, len(z.dst)-start-3))
+}
+
+// literals appends the literals section of the block being assembled:
+// Huffman-coded in four streams (huff0, the coder zstd's own encoder
+// uses) when that is smaller, else raw, or RLE when they are one byte
+// repeated.
+func (z *zwEncoder) literals() {
+	l := len(z.lits)
+	if l >= zwHuffMin {
+		z.huff.Reuse = huff0.ReusePolicyNone
+		out, _, err := huff0.Compress4X(z.lits, z.huff)
+		switch {
+		case err == huff0.ErrUseRLE:
+			z.dst = appendLiteralsHeader(z.dst, 1, l)
+			z.dst = append(z.dst, z.lits[0])
+			return
+		case err == nil && len(out)+5 < l:
+			// Compressed, four streams: sizes of 10, 14 or 18 bits.
+			c := len(out)
+			switch {
+			case l < 1<<10 && c < 1<<10:
+				h := 2 | 1<<2 | uint64(l)<<4 | uint64(c)<<14
+				z.dst = append(z.dst, byte(h), byte(h>>8), byte(h>>16))
+			case l < 1<<14 && c < 1<<14:
+				h := 2 | 2<<2 | uint64(l)<<4 | uint64(c)<<18
+				z.dst = append(z.dst, byte(h), byte(h>>8), byte(h>>16), byte(h>>24))
+			default:
+				h := 2 | 3<<2 | uint64(l)<<4 | uint64(c)<<22
+				z.dst = append(z.dst, byte(h), byte(h>>8), byte(h>>16), byte(h>>24), byte(h>>32))
+			}
+			z.dst = append(z.dst, out...)
+			return
+		}
+	}
+	z.dst = appendLiteralsHeader(z.dst, 0, l)
+	z.dst = append(z.dst, z.lits...)
+}
+
+// appendLiteralsHeader appends the 1-, 2- or 3-byte header of a raw
+// (typ 0) or RLE (1) literals section of l literals.
+func appendLiteralsHeader(dst []byte, typ byte, l int) []byte {
+	switch {
+	case l < 32:
+		return append(dst, typ|byte(l<<3))
+	case l < 4096:
+		return append(dst, typ|byte(1<<2|(l&15)<<4), byte(l>>4))
+	}
+	return append(dst, typ|byte(3<<2|(l&15)<<4), byte(l>>4), byte(l>>12))
 }
 
 // appendBlockHeader appends a block header of type typ and size (not

@@ -66,7 +66,7 @@ func TestZstdWordsRoundTrip(t *testing.T) {
 	}
 	defer dec.Close()
 	r := rand.New(rand.NewPCG(1, 2))
-	var lits []byte
+	var lits zwScratch
 	for name, words := range zstdWordCases(r) {
 		frame := appendZstdWords([]byte("prefix"), words, &lits)
 		if !bytes.HasPrefix(frame, []byte("prefix")) {
@@ -110,7 +110,7 @@ func FuzzZstdWords(f *testing.F) {
 		for i := range words {
 			words[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 		}
-		var lits []byte
+		var lits zwScratch
 		frame := appendZstdWords(nil, words, &lits)
 		got, err := dec.DecodeAll(frame, nil)
 		if err != nil {
