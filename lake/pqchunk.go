@@ -645,31 +645,33 @@ func (e *colChunk) writePage(h *format.PageHeader, out *bytes.Buffer, body []byt
 // are being cut at once, not two per column and row group in flight
 // (which cost ~40 MiB of peak RSS on the 1M-event stream). A free list
 // rather than a sync.Pool: a GC does not empty it, and it holds at most
-// scratchKept buffers.
+// 16 buffers.
 // A buffer holds a page of pageBytes and a value more compressed, as
 // snappy sizes its output (its bound: 7/6 of the input): a smaller one
 // made s2 allocate its own for every payload page.
 var scratchFree = freeList[[]byte]{
+	max:  16,
 	make: func() *[]byte { b := make([]byte, 0, s2.MaxEncodedLen(pageBytes+pageBytes/8)); return &b },
 	keep: func(b *[]byte) bool { return cap(*b) <= 4*pageBytes },
 }
 
 // zwFree holds the scratch of appendZstdWords (literals and Huffman
-// tables), as scratchFree holds page buffers.
+// tables, ~150 KB), as scratchFree holds page buffers: a few, as about as
+// many int64 pages are compressed at once as there are cores.
 var zwFree = freeList[zwScratch]{
+	max:  4,
 	make: func() *zwScratch { return new(zwScratch) },
 	keep: func(s *zwScratch) bool { return cap(s.lits) <= 4*pageBytes },
 }
 
-const scratchKept = 16
-
 func getScratch() *[]byte  { return scratchFree.get() }
 func putScratch(b *[]byte) { scratchFree.put(b) }
 
-// freeList keeps up to scratchKept values that keep accepts for reuse.
+// freeList keeps up to max values that keep accepts for reuse.
 type freeList[T any] struct {
 	mu   sync.Mutex
 	free []*T
+	max  int
 	make func() *T
 	keep func(*T) bool
 }
@@ -688,7 +690,7 @@ func (l *freeList[T]) get() *T {
 func (l *freeList[T]) put(v *T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.free) < scratchKept && l.keep(v) {
+	if len(l.free) < l.max && l.keep(v) {
 		l.free = append(l.free, v)
 	}
 }

@@ -25,8 +25,11 @@ import (
 // output 5-20% larger than zstd's fastest level.
 const (
 	zwMagic    = 0xFD2FB528
-	zwMaxBlock = 128 << 10 // zstd's largest block (decompressed)
-	zwLook     = 512       // values a block's K is chosen over (at most zwMaxBlock/8)
+	// zwMaxBlock bounds a block (decompressed; zstd allows 128 KiB): the
+	// Huffman coder's buffers grow with it, and a quarter of zstd's largest
+	// codes the literals as well.
+	zwMaxBlock = 32 << 10
+	zwLook     = 512 // values a block's K is chosen over (at most zwMaxBlock/8)
 	// zwBlockCost is about what a block adds beyond its literals: block
 	// header, literals and sequences headers, the RLE codes, the bitstream.
 	zwBlockCost = 12
