@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	kzstd "github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // zstdWordCases are pages of int64 values of every shape the encoder
@@ -120,4 +124,95 @@ func FuzzZstdWords(f *testing.F) {
 			t.Fatalf("%d values: decoded bytes differ", len(words))
 		}
 	})
+}
+
+// TestPQInt64PagesUseWordFrames checks that the writer compresses the
+// REQUIRED int64 pages of a raw_events file with appendZstdWords when
+// zstdWordsFit says so (the page body is the frame it makes of the page's
+// values, which the readers' zstd decoder turns back into them), with
+// zstd's own encoder otherwise, and no other page with it.
+func TestPQInt64PagesUseWordFrames(t *testing.T) {
+	tb := pqTable().withPayload(PayloadSnappy)
+	rows := pqRows(rowGroupRows+5000, 5)
+	path, _ := writePQ(t, tb, rows, t.TempDir())
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := kzstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	var sc zwScratch
+	framed, general := map[string]int{}, map[string]int{}
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			name := cc.MetaData.PathInSchema[0]
+			b := make([]byte, cc.OffsetIndexLength)
+			if _, err := f.ReadAt(b, cc.OffsetIndexOffset); err != nil {
+				t.Fatal(err)
+			}
+			var oi format.OffsetIndex
+			if err := unmarshalCompact(b, &oi); err != nil {
+				t.Fatal(err)
+			}
+			for _, loc := range oi.PageLocations {
+				span := make([]byte, loc.CompressedPageSize)
+				if _, err := f.ReadAt(span, loc.Offset); err != nil {
+					t.Fatal(err)
+				}
+				var h format.PageHeader
+				r := bytes.NewReader(span)
+				if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+					t.Fatal(err)
+				}
+				body := span[len(span)-r.Len():]
+				if len(body) != int(h.CompressedPageSize) {
+					t.Fatalf("%s page at %d: header says %d bytes of body, the offset index %d", name, loc.Offset, h.CompressedPageSize, len(body))
+				}
+				if cc.MetaData.Codec != format.Zstd || h.Type != format.DataPage || h.DataPageHeader.V.Encoding != format.Plain || cc.MetaData.Type != format.Int64 {
+					continue
+				}
+				plain, err := dec.DecodeAll(body, nil)
+				if err != nil {
+					t.Fatalf("%s page at %d: %v", name, loc.Offset, err)
+				}
+				words := make([]int64, len(plain)/8)
+				for i := range words {
+					words[i] = int64(binary.LittleEndian.Uint64(plain[8*i:]))
+				}
+				is := bytes.Equal(appendZstdWords(nil, words, &sc), body)
+				if want := zstdWordsFit(words); is != want {
+					t.Errorf("%s page at %d: written as a word frame %v, want %v", name, loc.Offset, is, want)
+				}
+				if is {
+					framed[name]++
+				} else {
+					general[name]++
+				}
+			}
+		}
+	}
+	// event_time, arrival_time and offset are REQUIRED int64 columns whose
+	// values rarely repeat their predecessor: word frames; disorder_us is
+	// 90% zeros: zstd's own encoder. The dictionary ones (batch_id,
+	// ingest_time) have no PLAIN pages.
+	for _, name := range []string{"event_time", "arrival_time", "offset"} {
+		if framed[name] < 2 || general[name] > 0 {
+			t.Errorf("%s: %d pages written as word frames and %d by zstd, want all of 2+ as frames", name, framed[name], general[name])
+		}
+	}
+	if framed["disorder_us"] > 0 || general["disorder_us"] < 2 {
+		t.Errorf("disorder_us: %d pages written as word frames and %d by zstd, want all by zstd", framed["disorder_us"], general["disorder_us"])
+	}
+	if len(framed) != 3 {
+		t.Errorf("word frames in %v, want only event_time, arrival_time and offset", framed)
+	}
 }
