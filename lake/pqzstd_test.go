@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	kzstd "github.com/klauspost/compress/zstd"
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -135,16 +133,7 @@ func TestPQInt64PagesUseWordFrames(t *testing.T) {
 	tb := pqTable().withPayload(PayloadSnappy)
 	rows := pqRows(rowGroupRows+5000, 5)
 	path, _ := writePQ(t, tb, rows, t.TempDir())
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, fi.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, pf := openPQ(t, path)
 	dec, err := kzstd.NewReader(nil)
 	if err != nil {
 		t.Fatal(err)
