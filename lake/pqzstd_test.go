@@ -3,7 +3,12 @@ package lake
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	kzstd "github.com/klauspost/compress/zstd"
@@ -204,4 +209,97 @@ func TestPQInt64PagesUseWordFrames(t *testing.T) {
 	if len(framed) != 3 {
 		t.Errorf("word frames in %v, want only event_time, arrival_time and offset", framed)
 	}
+}
+
+// TestZstdWordsReferenceDecoder decodes the frames appendZstdWords makes
+// with the reference zstd CLI (the C library that parquet-java, arrow-rs
+// and DuckDB read pages with), byte-exact against the PLAIN values: the
+// shapes of zstdWordCases, pages like the writer's (event times, byte
+// offsets, durations), and the edges of the frame and block headers.
+// Without a zstd binary it is skipped, except under CI, where that is a
+// failure.
+func TestZstdWordsReferenceDecoder(t *testing.T) {
+	bin, err := exec.LookPath("zstd")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no zstd binary in PATH (CI is set): %v", err)
+		}
+		t.Skipf("no zstd binary in PATH, the reference decoder is not checked: %v", err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	cases := zstdWordCases(r)
+	for name, words := range zstdReferenceCases(r) {
+		cases[name] = words
+	}
+	dir := t.TempDir()
+	var sc zwScratch
+	for name, words := range cases {
+		path := filepath.Join(dir, name+".zst")
+		if err := os.WriteFile(path, appendZstdWords(nil, words, &sc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, "-d", "-c", "-q", path)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Errorf("%s (%d values): zstd -d: %v: %s", name, len(words), err, stderr.Bytes())
+			continue
+		}
+		got, want := stdout.Bytes(), appendWords(nil, words)
+		if !bytes.Equal(got, want) {
+			at := 0
+			for at < min(len(got), len(want)) && got[at] == want[at] {
+				at++
+			}
+			t.Errorf("%s (%d values): zstd decoded %d bytes, want %d, first difference at byte %d", name, len(words), len(got), len(want), at)
+		}
+	}
+}
+
+// zstdReferenceCases are pages like the writer's and the values at the
+// limits of appendZstdWords's headers: the content size in 1, 2 or 4
+// bytes, blocks of exactly zwMaxBlock and one value past it, as
+// sequences and as whole values, and sequence counts of 1 and 2 bytes (3
+// would need a block past zwMaxBlock).
+func zstdReferenceCases(r *rand.Rand) map[string][]int64 {
+	const page = pageBytes / 8 // values in a page the writer cuts
+	ts := int64(1_767_261_600_000_000)
+	gen := func(n int, next func(i int) int64) []int64 {
+		w := make([]int64, n)
+		for i := range w {
+			w[i] = next(i)
+		}
+		return w
+	}
+	seq := func(i int) int64 { return ts + int64(i)*1000 + r.Int64N(1000) } // share 5-6 bytes
+	whole := func(int) int64 { return int64(r.Uint64()) }                   // share none
+	cases := map[string][]int64{
+		"event_time":  gen(page, func(int) int64 { return ts + r.Int64N(3_600_000_000) }),
+		"arrival":     gen(page, func(i int) int64 { return ts + int64(i)*1000 + r.Int64N(3) }),
+		"offset":      gen(page, func(i int) int64 { return int64(i)*107 + r.Int64N(50) }),
+		"offset_big":  gen(page, func(i int) int64 { return 1<<33 + int64(i)*107 }),
+		"duration":    gen(page, func(int) int64 { return r.Int64N(600_000_000) }),
+		"negative_ts": gen(page, func(i int) int64 { return -ts + int64(i)*1000 }),
+		"extremes":    gen(3000, func(i int) int64 { return []int64{math.MinInt64, math.MaxInt64, 0, -1}[i%4] }),
+		"share0":      gen(2000, func(i int) int64 { return int64(uint64(i%2)<<63 | r.Uint64()>>1) }),
+		"share7":      gen(2000, func(i int) int64 { return ts&^0xff | int64(i%2) }),
+	}
+	for _, n := range []int{31, 32, 33, 8223, 8224, 8225} { // 248, 256, 264; 65784, 65792, 65800 bytes
+		cases[fmt.Sprintf("size%d", n)] = gen(n, seq)
+	}
+	for _, n := range []int{zwMaxBlock / 8, zwMaxBlock/8 + 1, zwMaxBlock/8 + 2, 2 * zwMaxBlock / 8} {
+		cases[fmt.Sprintf("seqblock%d", n)] = gen(n, seq)
+		cases[fmt.Sprintf("wholeblock%d", n)] = gen(n, whole)
+	}
+	for _, n := range []int{127, 128, 129} { // one-, then two-byte sequence counts (with the frame's first)
+		cases[fmt.Sprintf("seqs%d", n)] = gen(n, seq)
+	}
+	// Runs broken by whole values: blocks with trailing literals.
+	cases["broken"] = gen(page, func(i int) int64 {
+		if i%97 == 0 {
+			return int64(r.Uint64())
+		}
+		return seq(i)
+	})
+	return cases
 }
