@@ -215,9 +215,11 @@ func (w *fileWriter) newRowGroup() *rgWriter {
 			g.chunks[i] = newColChunk(c, w.t.codecOf(c), min(w.hint, rowGroupRows))
 		}
 	}
+	expect := min(max(w.hint-int(w.rows), 0), rowGroupRows) // the rows this group will get
 	for i, c := range w.t.cols {
 		g.stats[i].kind = c.kind
 		g.chunks[i].st = &g.stats[i]
+		g.chunks[i].expect = expect
 		g.jobs[i] = make(chan colJob, chunksInFlight)
 		g.workers.Go(func() { w.work(g, i) })
 	}

@@ -95,6 +95,7 @@ type colChunk struct {
 	seen       []uint32 // by dictionary index: pageGen of the page last seen in
 	probing    bool     // the dictionary is on probation (first page)
 	capRows    int      // the values a page's buffers are sized for
+	expect     int      // rows the chunk is expected to hold (0: unknown)
 	rows       int64    // rows in the pages cut
 
 	// The dictionary: words or byte values (PLAIN-encoded in dictPlain).
@@ -570,6 +571,13 @@ func (e *colChunk) cutPage() error {
 	size, err := e.writePage(&h, &e.pages, body, words)
 	if err != nil {
 		return err
+	}
+	if len(e.locs) == 0 && e.expect > e.n {
+		// Room for the chunk's pages at the first page's rate (and an
+		// eighth more), allocated once: grown by doubling, the pages'
+		// buffers took 70 MB per M events of allocation, 42 MB so.
+		want := size * e.expect / e.n
+		e.pages.Grow(min(want+want/8, rowGroupBytes) - e.pages.Len())
 	}
 	e.locs = append(e.locs, format.PageLocation{Offset: int64(e.pages.Len() - size), CompressedPageSize: int32(size), FirstRowIndex: e.rows})
 	e.indexPage()
