@@ -371,7 +371,13 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 			case w.cols[i] = <-w.free[i]:
 			default:
 				if w.nbuf[i] < maxColBufs {
-					w.cols[i] = newColBuf(w.t, i, chunkRows)
+					// Room for the rows the file has still to get, when
+					// fewer than a chunk's.
+					rows := chunkRows
+					if rem := w.hint - int(w.rows); rem > 0 {
+						rows = min(rows, rem)
+					}
+					w.cols[i] = newColBuf(w.t, i, rows)
 					w.nbuf[i]++
 				} else {
 					w.cols[i] = <-w.free[i]
