@@ -215,9 +215,11 @@ func (w *fileWriter) newRowGroup() *rgWriter {
 			g.chunks[i] = newColChunk(c, w.t.codecOf(c), min(w.hint, rowGroupRows))
 		}
 	}
+	expect := min(max(w.hint-int(w.rows), 0), rowGroupRows) // the rows this group will get
 	for i, c := range w.t.cols {
 		g.stats[i].kind = c.kind
 		g.chunks[i].st = &g.stats[i]
+		g.chunks[i].expect = expect
 		g.jobs[i] = make(chan colJob, chunksInFlight)
 		g.workers.Go(func() { w.work(g, i) })
 	}
@@ -359,11 +361,23 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 	if w.chunk > 0 {
 		for i, b := range w.cols {
 			w.cur.jobs[i] <- colJob{buf: b}
+			if last {
+				// No chunk follows, so no buffer is taken for one (a
+				// fresh one per column and file: ~3 MB per M events).
+				w.cols[i] = nil
+				continue
+			}
 			select {
 			case w.cols[i] = <-w.free[i]:
 			default:
 				if w.nbuf[i] < maxColBufs {
-					w.cols[i] = newColBuf(w.t, i, chunkRows)
+					// Room for the rows the file has still to get, when
+					// fewer than a chunk's.
+					rows := chunkRows
+					if rem := w.hint - int(w.rows); rem > 0 {
+						rows = min(rows, rem)
+					}
+					w.cols[i] = newColBuf(w.t, i, rows)
 					w.nbuf[i]++
 				} else {
 					w.cols[i] = <-w.free[i]

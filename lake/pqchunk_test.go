@@ -565,19 +565,26 @@ func checkOwnReader(t *testing.T, tb *table, rows [][]any, dir, key string) {
 	}
 }
 
-// checkShapes asserts the encodings the rows were made to exercise.
-func checkShapes(t *testing.T, path string) {
+// openPQ opens a Parquet file for the rest of the test.
+func openPQ(t *testing.T, path string) (*os.File, *parquet.File) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	fi, _ := f.Stat()
 	pf, err := parquet.OpenFile(f, fi.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, pf
+}
+
+// checkShapes asserts the encodings the rows were made to exercise.
+func checkShapes(t *testing.T, path string) {
+	t.Helper()
+	_, pf := openPQ(t, path)
 	type shape struct{ dict, plain int32 }
 	got := map[string]shape{}
 	md := pf.Metadata()
