@@ -85,10 +85,8 @@ func (c *zstdCodec) Encode(dst, src []byte) ([]byte, error) {
 	c.mu.Unlock()
 	if e == nil {
 		var err error
-		e, err = kzstd.NewWriter(nil, kzstd.WithEncoderLevel(kzstd.SpeedFastest), kzstd.WithEncoderConcurrency(1),
-			kzstd.WithWindowSize(zstdWindow), kzstd.WithZeroFrames(true), kzstd.WithEncoderCRC(false))
-		if err != nil {
-			return nil, fmt.Errorf("zstd encoder: %w", err)
+		if e, err = newZstdEncoder(); err != nil {
+			return nil, err
 		}
 	}
 	out := e.EncodeAll(src, dst[:0])
@@ -99,6 +97,48 @@ func (c *zstdCodec) Encode(dst, src []byte) ([]byte, error) {
 	c.free = append(c.free, e)
 	c.mu.Unlock()
 	return out, nil
+}
+
+// zstdMaker makes the zstd encoders, on a goroutine of its own started
+// with the package. An encoder makes its channels on first use, and a
+// channel made inside a testing/synctest bubble panics when used from
+// outside it: an encoder first used by a stream under synctest and then
+// kept in the free list broke the next writer outside the bubble. So each
+// encoder is made, and used once, here; its channels belong to no bubble.
+var zstdMaker = struct {
+	sync.Mutex
+	ask  chan struct{}
+	made chan zstdMade
+}{ask: make(chan struct{}), made: make(chan zstdMade)}
+
+type zstdMade struct {
+	e   *kzstd.Encoder
+	err error
+}
+
+func init() { go makeZstdEncoders() }
+
+// makeZstdEncoders is zstdMaker's goroutine; it lives as long as the
+// process (the tests' goroutine-leak checks ignore it).
+func makeZstdEncoders() {
+	for range zstdMaker.ask {
+		e, err := kzstd.NewWriter(nil, kzstd.WithEncoderLevel(kzstd.SpeedFastest), kzstd.WithEncoderConcurrency(1),
+			kzstd.WithWindowSize(zstdWindow), kzstd.WithZeroFrames(true), kzstd.WithEncoderCRC(false))
+		if err != nil {
+			err = fmt.Errorf("zstd encoder: %w", err)
+		} else {
+			e.EncodeAll(nil, nil)
+		}
+		zstdMaker.made <- zstdMade{e, err}
+	}
+}
+
+func newZstdEncoder() (*kzstd.Encoder, error) {
+	zstdMaker.Lock()
+	defer zstdMaker.Unlock()
+	zstdMaker.ask <- struct{}{}
+	m := <-zstdMaker.made
+	return m.e, m.err
 }
 
 func (c PayloadCodec) codec() compress.Codec {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of tidemark on a fresh machine with only Go and gcc:
 # installs the S3-compatible server the storage tests need (versitygw) and,
-# with apt-get, Chromium and rsvg-convert for the status page and plot tests, then
+# with apt-get, Chromium and rsvg-convert for the status page and plot tests and
+# zstd for the reference decoder test, then
 # go vet, the race-enabled test suite, and the DuckDB interop check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,19 +19,24 @@ export TIDEMARK_REQUIRE_S3=1
 # The status page is tested in headless Chromium and the lateness plot is
 # rendered with rsvg-convert: install Debian's packages when missing, then
 # make those tests fail instead of skipping.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v rsvg-convert >/dev/null 2>&1; then
+# The lake's own zstd frames are checked against the reference decoder (the
+# zstd CLI, the C library parquet-java, arrow-rs and DuckDB use).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v rsvg-convert >/dev/null 2>&1 || ! command -v zstd >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
-    echo "== installing chromium and librsvg2-bin (browser test of the status page, SVG rendering)"
+    echo "== installing chromium, librsvg2-bin and zstd (browser test of the status page, SVG rendering, the reference zstd decoder)"
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium librsvg2-bin fonts-dejavu-core >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium librsvg2-bin fonts-dejavu-core zstd >/dev/null
   else
-    echo "== no apt-get: install chromium and rsvg-convert yourself; the browser tests skip without them"
+    echo "== no apt-get: install chromium, rsvg-convert and zstd yourself; the tests that need them skip without them"
   fi
 fi
 if command -v chromium >/dev/null 2>&1 && command -v rsvg-convert >/dev/null 2>&1; then
   export TIDEMARK_REQUIRE_BROWSER=1
+fi
+if command -v zstd >/dev/null 2>&1; then
+  export TIDEMARK_REQUIRE_ZSTD=1
 fi
 
 echo "== go vet"
