@@ -173,7 +173,11 @@ func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 	}
 	sch := t.parquetSchema()
 	w := &fileWriter{t: t, tmp: tmp, stager: stager, hint: max(rows, 1)}
-	w.pf, err = newPQFile(tmp, sch, tidemark.CreatedBy())
+	var out io.Writer = tmp
+	if stager != nil {
+		out = newWriteback(tmp) // published in place: its fsync comes
+	}
+	w.pf, err = newPQFile(out, sch, tidemark.CreatedBy())
 	if err != nil {
 		w.abort()
 		return nil, err
