@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"tidemark"
 	"tidemark/lake/delta"
@@ -276,7 +275,7 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 				b.bytes = append(b.bytes, nil)
 				b.null = append(b.null, true)
 			} else {
-				b.bytes = append(b.bytes, unsafe.Slice(unsafe.StringData(v), len(v)))
+				b.bytes = append(b.bytes, strBytes(v))
 				if b.opt {
 					b.null = append(b.null, false)
 				}
@@ -293,9 +292,9 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 			of = append(of, r.Offset)
 			ba = append(ba, batchID)
 			s := r.Status.String()
-			st = append(st, unsafe.Slice(unsafe.StringData(s), len(s)))
-			so = append(so, unsafe.Slice(unsafe.StringData(r.Source), len(r.Source)))
-			fi = append(fi, unsafe.Slice(unsafe.StringData(r.File), len(r.File)))
+			st = append(st, strBytes(s))
+			so = append(so, strBytes(r.Source))
+			fi = append(fi, strBytes(r.File))
 			pa = append(pa, r.Payload)
 			size += len(s) + len(r.Source) + len(r.File) + len(r.Payload)
 			if cValue >= 0 {
@@ -322,16 +321,6 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 		}
 		return int64(size)
 	}
-}
-
-// keyPart returns part i of the n parts of k, or !ok for a null part.
-func keyPart(k tidemark.Key, n, i int) (v string, ok bool) {
-	forEachKeyPart(k, i+1, func(p int, s string, null bool) {
-		if p == i {
-			v, ok = s, !null
-		}
-	})
-	return v, ok
 }
 
 // byHour splits idx by event hour, hours in order. A batch's rows are
@@ -386,7 +375,7 @@ func (l *Lake) quarantineFill(recs []tidemark.Record, idx []int, ingest, batchID
 	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
 	return func(cols []*colBuf, lo, hi int) int64 {
 		str := func(c int, s string) {
-			cols[c].bytes = append(cols[c].bytes, unsafe.Slice(unsafe.StringData(s), len(s)))
+			cols[c].bytes = append(cols[c].bytes, strBytes(s))
 		}
 		var size int
 		for _, i := range idx[lo:hi] {

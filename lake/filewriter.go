@@ -219,7 +219,7 @@ func (w *fileWriter) newRowGroup() *rgWriter {
 			g.chunks[i] = newColChunk(c, w.t.codecOf(c), min(w.hint, rowGroupRows))
 		}
 	}
-	expect := min(max(w.hint-int(w.rows), 0), rowGroupRows) // the rows this group will get
+	expect := min(w.left(), rowGroupRows) // the rows this group will get
 	for i, c := range w.t.cols {
 		g.stats[i].kind = c.kind
 		g.chunks[i].st = &g.stats[i]
@@ -291,9 +291,11 @@ func (w *fileWriter) bytes(c int, b []byte) {
 }
 
 // str is bytes for a string, without copying it.
-func (w *fileWriter) str(c int, s string) {
-	w.bytes(c, unsafe.Slice(unsafe.StringData(s), len(s)))
-}
+func (w *fileWriter) str(c int, s string) { w.bytes(c, strBytes(s)) }
+
+// strBytes is s's bytes, not copied: what the chunk buffers hold for a
+// string value, which must stay unchanged until the file is written.
+func strBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 func (w *fileWriter) null(c int) {
 	b := w.cols[c]
@@ -378,8 +380,8 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 					// Room for the rows the file has still to get, when
 					// fewer than a chunk's.
 					rows := chunkRows
-					if rem := w.hint - int(w.rows); rem > 0 {
-						rows = min(rows, rem)
+					if left := w.left(); left > 0 {
+						rows = min(rows, left)
 					}
 					w.cols[i] = newColBuf(w.t, i, rows)
 					w.nbuf[i]++
@@ -421,6 +423,10 @@ func (w *fileWriter) dispatch(wait, last bool) error {
 	}
 	return nil
 }
+
+// left is how many more rows the file expects (its row hint less the rows
+// it has), 0 once it has them all.
+func (w *fileWriter) left() int { return max(w.hint-int(w.rows), 0) }
 
 // check reports a chunk buffer of column i that does not hold rows values
 // or holds a null in a REQUIRED column.

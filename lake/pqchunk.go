@@ -515,8 +515,8 @@ func (e *colChunk) cutPage() error {
 	// A REQUIRED PLAIN page is compressed from the values as they are
 	// buffered; the others are assembled in a scratch buffer.
 	var body []byte
-	scratch := getScratch()
-	defer putScratch(scratch)
+	scratch := scratchFree.get()
+	defer scratchFree.put(scratch)
 	if e.opt {
 		lv, err := (&rle.Encoding{BitWidth: 1}).EncodeLevels(e.lv, e.defs)
 		e.lv = lv
@@ -621,8 +621,8 @@ func appendWords(dst []byte, words []int64) []byte {
 // returns its size. words, when not nil, are the int64 values body holds
 // PLAIN: zstd pages of them are written by appendZstdWords.
 func (e *colChunk) writePage(h *format.PageHeader, out *bytes.Buffer, body []byte, words []int64) (int, error) {
-	comp := getScratch()
-	defer putScratch(comp)
+	comp := scratchFree.get()
+	defer scratchFree.put(comp)
 	var c []byte
 	if _, zstd := e.codec.(*zstdCodec); zstd && words != nil && zstdWordsFit(words) {
 		sc := zwFree.get()
@@ -671,9 +671,6 @@ var zwFree = freeList[zwScratch]{
 	make: func() *zwScratch { return new(zwScratch) },
 	keep: func(s *zwScratch) bool { return cap(s.lits) <= 4*pageBytes },
 }
-
-func getScratch() *[]byte  { return scratchFree.get() }
-func putScratch(b *[]byte) { scratchFree.put(b) }
 
 // freeList keeps up to max values that keep accepts for reuse.
 type freeList[T any] struct {
@@ -816,8 +813,8 @@ func (e *colChunk) finish() error {
 	}
 	dict := e.dictPlain
 	if e.col.kind != kindString {
-		scratch := getScratch()
-		defer putScratch(scratch)
+		scratch := scratchFree.get()
+		defer scratchFree.put(scratch)
 		dict = wordBytes(e.wordList, (*scratch)[:0])
 	}
 	h := format.PageHeader{Type: format.DictionaryPage, DictionaryPageHeader: thriftSome(format.DictionaryPageHeader{
