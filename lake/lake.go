@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -240,8 +241,16 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	for _, name := range tableNames {
 		l.tables[name] = &handle{def: defs[name], dt: logs[name]}
 	}
-	for _, name := range missing {
-		if err := l.create(ctx, l.tables[name]); err != nil {
+	// The missing tables are created concurrently: five independent logs,
+	// whose version-0 commits and fsyncs need not wait for each other.
+	errs := make([]error, len(missing))
+	var created sync.WaitGroup
+	for i, name := range missing {
+		created.Go(func() { errs[i] = l.create(ctx, l.tables[name]) })
+	}
+	created.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, fmt.Errorf("open lake %s: %w", st, err)
 		}
 	}

@@ -97,6 +97,9 @@ func (r *runner) run(ctx context.Context) error {
 		for range batches { // let the reader finish; its batch is read again after a restart
 		}
 	}()
+	if err := r.awaitLake(ctx); err != nil {
+		return err
+	}
 	for b := range batches {
 		b.entry.BatchID = r.nextID
 		if err := r.lock.lost(); err != nil {

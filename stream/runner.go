@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -226,12 +227,84 @@ type runner struct {
 	readTime atomic.Int64
 	buf      []tidemark.Record
 	track    *tracker // what OnProgress needs across batches
+	// opening is the lake while it is being opened (openLake); nil once
+	// awaitLake took it, or when it never was.
+	opening *lakeOpening
+}
+
+// lakeOpening is a lake.Open running on a goroutine of its own.
+type lakeOpening struct {
+	done chan struct{}
+	lk   *lake.Lake
+	err  error
+}
+
+// openLake opens the lake on a goroutine of its own. A fresh lake is five
+// tables created, each fsync'd (~50 ms at almost no CPU); neither the
+// checkpoint's lock and recovery nor the first batch's read reads the lake,
+// so they go on beside it. awaitLake waits for it before anything needs it:
+// the replay of an interrupted batch, the first batch's processing.
+func (r *runner) openLake(ctx context.Context, st store.Store) {
+	o := &lakeOpening{done: make(chan struct{})}
+	r.opening = o
+	cfg := lake.Config{
+		Keys:       r.cfg.Decoder.Keys,
+		ValueField: r.cfg.Decoder.ValueField,
+		Window:     r.cfg.Engine.Window,
+		SessionGap: r.cfg.SessionGap.Microseconds(),
+		Logger:     r.cfg.Logger,
+		Clock:      r.cfg.Clock,
+
+		PayloadCodec: r.cfg.PayloadCodec,
+		ShardIdle:    r.cfg.ShardIdle,
+	}
+	go func() {
+		defer close(o.done)
+		defer trace.StartRegion(ctx, "open lake").End()
+		o.lk, o.err = lake.Open(ctx, st, cfg)
+	}()
+}
+
+// awaitLake waits for the lake openLake opens, then checks the session
+// shards and registers this stream's shard in it: all before the stream
+// commits anything there.
+func (r *runner) awaitLake(ctx context.Context) error {
+	o := r.opening
+	if o == nil {
+		return nil
+	}
+	defer trace.StartRegion(ctx, "await lake").End()
+	<-o.done
+	r.opening = nil
+	if o.err != nil {
+		return o.err
+	}
+	r.lake = o.lk
+	if err := r.checkSessionShards(ctx); err != nil {
+		return err
+	}
+	return r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: r.cfg.Name, Sources: r.cfg.Sources})
+}
+
+// abandonLake waits for a lake still being opened, for a runner that stops
+// before awaitLake, and returns the opening's error.
+func (r *runner) abandonLake() error {
+	o := r.opening
+	if o == nil {
+		return nil
+	}
+	<-o.done
+	r.opening = nil
+	return o.err
 }
 
 func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	r := &runner{cfg: cfg, sum: &Summary{Quarantined: map[tidemark.Reason]int64{}, Lake: cfg.Lake}}
 	defer func() {
 		if err != nil {
+			if lakeErr := r.abandonLake(); lakeErr != nil {
+				err = lakeErr // the lake's error first, as when it was opened before the checkpoint
+			}
 			err = errors.Join(err, r.close()) // release what was opened before the failure
 		}
 	}()
@@ -248,20 +321,9 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 			return nil, fmt.Errorf("open lake %s: %w", cfg.Lake, err)
 		}
 	}
-	r.lake, err = lake.Open(ctx, lakeStore, lake.Config{
-		Keys:       cfg.Decoder.Keys,
-		ValueField: cfg.Decoder.ValueField,
-		Window:     cfg.Engine.Window,
-		SessionGap: cfg.SessionGap.Microseconds(),
-		Logger:     cfg.Logger,
-		Clock:      cfg.Clock,
-
-		PayloadCodec: cfg.PayloadCodec,
-		ShardIdle:    cfg.ShardIdle,
-	})
-	if err != nil {
-		return nil, err
-	}
+	r.openLake(ctx, lakeStore)
+	region := trace.StartRegion(ctx, "open checkpoint")
+	defer func() { region.End() }()
 	ckStore := cfg.CheckpointStore
 	if ckStore == nil {
 		if ckStore, err = store.Open(ctx, cfg.Checkpoint, cfg.S3); err != nil {
@@ -275,12 +337,6 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		return nil, err
 	}
 	if r.id, err = r.ck.streamID(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.checkSessionShards(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: cfg.Name, Sources: cfg.Sources}); err != nil {
 		return nil, err
 	}
 	rec, err := r.ck.recover(ctx)
@@ -303,6 +359,9 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 		// read exactly the same input again and redo it. Lake commits that
 		// did land are skipped by their txn.
 		cfg.Logger.Info("replaying a batch interrupted by a crash", "batch_id", rec.pending.BatchID, "rows", rec.pending.Rows)
+		if err := r.awaitLake(ctx); err != nil {
+			return nil, err
+		}
 		if err := r.openSources(ctx, rec.pending.Start); err != nil {
 			return nil, err
 		}
@@ -323,6 +382,7 @@ func describeSpec(s tidemark.WindowSpec) string {
 
 // close releases everything the runner holds.
 func (r *runner) close() error {
+	r.abandonLake() // its goroutine ends before the runner; its error was reported, or the lake is unused
 	var errs []error
 	for _, s := range r.sources {
 		errs = append(errs, s.Close())
