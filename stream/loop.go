@@ -110,7 +110,9 @@ func (r *runner) run(ctx context.Context) error {
 		if err := r.process(context.WithoutCancel(ctx), b.entry, b.recs); err != nil {
 			return err
 		}
+		region := trace.StartRegion(ctx, "recycle")
 		b.recycle()
+		region.End()
 		free <- b.recs[:0]
 		if ctx.Err() != nil {
 			return nil // a clean stop: the last batch is committed
@@ -301,11 +303,24 @@ func (r *runner) process(ctx context.Context, entry offsetsEntry, recs []tidemar
 	if err != nil {
 		return err
 	}
-	if err := r.commit(ctx, entry, recs, res, nil); err != nil {
+	// The summary's and the progress line's counts are one pass over the
+	// records, made beside the commit rather than after it.
+	var (
+		counted sync.WaitGroup
+		counts  recordCounts
+	)
+	counted.Go(func() {
+		defer trace.StartRegion(ctx, "count").End()
+		counts = countRecords(recs)
+	})
+	err = r.commit(ctx, entry, recs, res, nil)
+	counted.Wait()
+	if err != nil {
 		return err
 	}
-	r.sum.count(recs)
-	return r.publish(entry, recs, res, time.Since(began))
+	defer trace.StartRegion(ctx, "publish").End()
+	r.sum.count(counts)
+	return r.publish(entry, recs, counts, res, time.Since(began))
 }
 
 // processInMemory moves the watermark and runs the batch through the
@@ -320,8 +335,8 @@ func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (Ba
 
 // publish tells the world about a committed batch: the progress line and
 // metrics first, then the windows on --print.
-func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) error {
-	r.report(entry, recs, res, took)
+func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res BatchResult, took time.Duration) error {
+	r.report(entry, recs, counts, res, took)
 	if r.cfg.Print == nil {
 		return nil
 	}

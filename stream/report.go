@@ -270,7 +270,7 @@ type eventTime struct {
 }
 
 // report writes the batch's progress line and updates metrics.
-func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) {
+func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res BatchResult, took time.Duration) {
 	p := progress{
 		BatchID:     entry.BatchID,
 		Timestamp:   tidemark.FormatTime(entry.ReadTime),
@@ -285,11 +285,9 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, res BatchRes
 		Drain:       entry.Drain,
 		Shards:      r.shardsOf(entry.BatchID),
 	}
-	for i := range recs {
-		p.InputRows[recs[i].Source]++
-		if !recs[i].Valid() {
-			p.Quarantined[string(recs[i].Reason)]++
-		}
+	maps.Copy(p.InputRows, counts.bySource)
+	for reason, n := range counts.quarantined {
+		p.Quarantined[string(reason)] = n
 	}
 	p.NumInputRows = int64(len(recs))
 	if took > 0 {

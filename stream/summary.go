@@ -45,17 +45,50 @@ func (s *Summary) Accounting() string {
 	return b.String()
 }
 
-func (s *Summary) count(recs []tidemark.Record) {
+func (s *Summary) count(c recordCounts) {
+	s.OK += c.ok
+	s.Late += c.late
+	for reason, n := range c.quarantined {
+		s.Lines += n
+		s.Quarantined[reason] += n
+	}
+	s.Lines += c.ok + c.late
+}
+
+// recordCounts is what the summary and the progress line count of a
+// batch's records, in one pass (countRecords).
+type recordCounts struct {
+	ok, late    int64
+	quarantined map[tidemark.Reason]int64 // by reason: the invalid records
+	bySource    map[string]int64
+}
+
+// countRecords counts recs by outcome and by source. A batch's records
+// come source after source, so a source is looked up once per run of its
+// records, not once per record.
+func countRecords(recs []tidemark.Record) recordCounts {
+	c := recordCounts{quarantined: map[tidemark.Reason]int64{}, bySource: map[string]int64{}}
+	run, runSource := int64(0), ""
 	for i := range recs {
 		r := &recs[i]
-		s.Lines++
+		if r.Source != runSource || run == 0 {
+			if run > 0 {
+				c.bySource[runSource] += run
+			}
+			run, runSource = 0, r.Source
+		}
+		run++
 		switch {
 		case !r.Valid():
-			s.Quarantined[r.Reason]++
+			c.quarantined[r.Reason]++
 		case r.Status == tidemark.StatusLate:
-			s.Late++
+			c.late++
 		default:
-			s.OK++
+			c.ok++
 		}
 	}
+	if run > 0 {
+		c.bySource[runSource] += run
+	}
+	return c
 }
