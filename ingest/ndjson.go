@@ -60,7 +60,24 @@ type NDJSONDecoder struct {
 	errPos  int
 	errMsg  string
 	utf8Bad bool
+	// prev holds, by position in the line, the top-level field names of
+	// the lines before (most lines of a stream name the same fields in
+	// the same order): a name equal to the one there, followed by '"' and
+	// ':', is that field at once, with the slot match gave it then.
+	prev []prevName
 }
+
+// prevName is a plain (unescaped, nothing special) field name seen at
+// its position in an earlier line, and its slot (-1: not wanted).
+type prevName struct {
+	name [maxPrevName]byte
+	n    uint8
+	slot int32
+}
+
+// maxPrevName is the longest name prevName keeps; longer ones always take
+// the full path.
+const maxPrevName = 32
 
 var _ Decoder = (*NDJSONDecoder)(nil)
 
@@ -262,21 +279,35 @@ func (d *NDJSONDecoder) scan(b []byte) bool {
 	if i < len(b) && b[i] == '}' {
 		return d.end(b, i+1)
 	}
-	for {
+	for field := 0; ; field++ {
 		if i >= len(b) || b[i] != '"' {
 			return d.fail(i, "expected a field name")
 		}
 		ks := i + 1
-		ke, esc := quickStr(b, ks), false
-		if ke < 0 {
-			var ok bool
-			if ke, esc, ok = d.str(b, ks); !ok {
-				return false
+		slot, known := -1, false
+		var ke int
+		var esc bool
+		if field < len(d.prev) {
+			// The name of the line before at this position: its bytes held
+			// nothing special, so the '"' after them ends this one, as
+			// quickStr or str would find, unescaped.
+			p := &d.prev[field]
+			if e := ks + int(p.n); e+1 < len(b) && b[e] == '"' && b[e+1] == ':' && string(b[ks:e]) == string(p.name[:p.n]) {
+				ke, slot, known, i = e, int(p.slot), true, e+1
 			}
 		}
-		i = skipSpace(b, ke+1)
-		if i >= len(b) || b[i] != ':' {
-			return d.fail(i, "expected ':'")
+		if !known {
+			ke = quickStr(b, ks)
+			if ke < 0 {
+				var ok bool
+				if ke, esc, ok = d.str(b, ks); !ok {
+					return false
+				}
+			}
+			i = skipSpace(b, ke+1)
+			if i >= len(b) || b[i] != ':' {
+				return d.fail(i, "expected ':'")
+			}
 		}
 		i = skipSpace(b, i+1)
 		vs := i
@@ -313,10 +344,14 @@ func (d *NDJSONDecoder) scan(b []byte) bool {
 			}
 			kind, ve, i = k, e, e
 		}
-		if esc || d.lens&lenBit(ke-ks) != 0 { // most of a line's fields: no wanted name is that long
-			if slot := d.match(b[ks:ke], esc); slot >= 0 {
-				d.spans[slot] = span{start: vs, end: ve, kind: kind, escaped: vesc}
+		if !known {
+			if esc || d.lens&lenBit(ke-ks) != 0 { // most of a line's fields: no wanted name is that long
+				slot = d.match(b[ks:ke], esc)
 			}
+			d.remember(field, b[ks:ke], esc, slot)
+		}
+		if slot >= 0 {
+			d.spans[slot] = span{start: vs, end: ve, kind: kind, escaped: vesc}
 		}
 		i = skipSpace(b, i)
 		if i >= len(b) {
@@ -332,6 +367,23 @@ func (d *NDJSONDecoder) scan(b []byte) bool {
 		return d.fail(i, "expected ',' or '}'")
 	}
 }
+
+// remember keeps a plain name found at position field of the line, with
+// its slot, for the lines after (prev).
+func (d *NDJSONDecoder) remember(field int, name []byte, esc bool, slot int) {
+	if esc || len(name) > maxPrevName || field > len(d.prev) || field >= maxPrevFields {
+		return
+	}
+	if field == len(d.prev) {
+		d.prev = append(d.prev, prevName{})
+	}
+	p := &d.prev[field]
+	p.n = uint8(copy(p.name[:], name))
+	p.slot = int32(slot)
+}
+
+// maxPrevFields bounds the names prev keeps (the first ones of a line).
+const maxPrevFields = 64
 
 func (d *NDJSONDecoder) end(b []byte, i int) bool {
 	i = skipSpace(b, i)

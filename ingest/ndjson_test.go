@@ -391,3 +391,31 @@ func FuzzAppendKeyBytes(f *testing.F) {
 // ('"', '\\', a control character or a non-ASCII byte). It may report false
 // positives (the byte loop then decides), never false negatives.
 func hasSpecial8(v uint64) bool { return special8(v) != 0 }
+
+// FuzzNDJSONDecodeSequence decodes the lines of the input with one
+// decoder, which remembers the field names of the lines before (prev),
+// and each line again with a fresh decoder: the records must be equal.
+func FuzzNDJSONDecodeSequence(f *testing.F) {
+	f.Add([]byte("{\"t\":1,\"k\":\"a\",\"v\":2}\n{\"t\":2,\"k\":\"b\",\"v\":3}\n{\"t\" :3,\"k\":\"c\"}\n{\"t\":4,\"kk\":1,\"k\":\"d\"}\n{\"t\":5,\"k\u00e9\":1,\"k\":\"e\"}\n{\"t\":6,\"k\":\"e\"}"))
+	f.Add([]byte("{\"v\":1,\"t\":2}\n{\"v\":1,\"t\"}\n{\"v\":1,\"t\":\n{\"v\":1,\"t\":3}\n{\"\\u0074\":4}\n{\"v\":1,\"t\":5,\"k\":[1]}"))
+	cfg := DecoderConfig{TimeField: "t", Keys: []string{"k"}, ValueField: "v", MaxFuture: -1}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		seq, err := NewNDJSONDecoder(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(in, []byte("\n")) {
+			fresh, err := NewNDJSONDecoder(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := tidemark.Record{Payload: line}, tidemark.Record{Payload: line}
+			seq.Decode(&got)
+			fresh.Decode(&want)
+			if got.Reason != want.Reason || got.Err != want.Err || got.EventTime != want.EventTime || got.Key != want.Key ||
+				got.HasValue != want.HasValue || got.Value != want.Value && got.Value == got.Value {
+				t.Fatalf("%q after %q:\ngot  %+v\nwant %+v", line, in, got, want)
+			}
+		}
+	})
+}
