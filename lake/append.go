@@ -77,11 +77,9 @@ func (a addFile) action(now int64, dataChange bool) delta.Action {
 // A table that gets no rows from the batch gets no commit. The quarantine
 // table is written and committed on a goroutine of its own while
 // raw_events is (two tables, two logs: neither reads the other), so its
-// file's and commit's fsyncs are not waited for one after the other.
-// window_results' files are written on a third goroutine meanwhile (they
-// need only the batch's windows), but its commit waits for both others, so
-// a reader that sees a batch's windows sees its raw rows too; when either
-// fails, the windows' files are deleted uncommitted.
+// file's and commit's fsyncs are not waited for one after the other;
+// window_results follows both, so a reader that sees a batch's windows
+// sees its raw rows too.
 func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 	ingest := b.IngestTime
 	if ingest == 0 {
@@ -98,9 +96,8 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 		}
 	}
 	params := map[string]string{"outputMode": "Append", "queryId": b.AppID, "epochId": strconv.FormatInt(b.BatchID, 10)}
-	var quarantined, emitted sync.WaitGroup
-	var qErr, rawErr, wErr error
-	appended := make(chan struct{}) // closed once raw_events and quarantine are committed, or failed
+	var quarantined sync.WaitGroup
+	var qErr error
 	if len(bad) > 0 {
 		quarantined.Go(func() {
 			qErr = l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
@@ -108,32 +105,18 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 			})
 		})
 	}
-	if len(b.Closed) > 0 {
-		after := func() error {
-			<-appended
-			if err := oneLine(rawErr, qErr); err != nil {
-				return fmt.Errorf("%w: %w", errAppendFailed, err)
-			}
-			return nil
-		}
-		emitted.Go(func() { wErr = l.emitWindows(ctx, b, txn, ingest, params, after) })
-	}
-	rawErr = l.appendRaw(ctx, b, txn, valid, ingest, params)
+	rawErr := l.appendRaw(ctx, b, txn, valid, ingest, params)
 	quarantined.Wait()
-	close(appended)
-	emitted.Wait()
 	if err := oneLine(rawErr, qErr); err != nil {
 		return fmt.Errorf("append batch %d: %w", b.BatchID, err)
 	}
-	if wErr != nil {
-		return fmt.Errorf("append batch %d: %w", b.BatchID, wErr)
+	if len(b.Closed) > 0 {
+		if err := l.emitWindows(ctx, b, txn, ingest, params); err != nil {
+			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
+		}
 	}
 	return nil
 }
-
-// errAppendFailed ends a window commit whose batch's raw_events or
-// quarantine commit failed: AppendBatch reports that failure instead.
-var errAppendFailed = errors.New("lake: the batch's raw rows were not committed")
 
 // appendRaw commits the batch's valid records to raw_events, with the
 // stream's watermark txn.

@@ -114,14 +114,6 @@ type attemptFunc func(snap *delta.Snapshot) (*delta.Transaction, []addFile, erro
 // removed it (compaction and vacuum between our snapshot and our read).
 // It returns the version committed (or, with nothing to do, read).
 func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, error) {
-	return l.updateAfter(ctx, h, nil, fn)
-}
-
-// updateAfter is update whose commits wait for after (when set): an attempt
-// is built and its files written first, then after is waited for, and its
-// error ends the update (the attempt's files deleted) instead of the
-// commit. after must return the same each time it is called.
-func (l *Lake) updateAfter(ctx context.Context, h *handle, after func() error, fn attemptFunc) (int64, error) {
 	var last error
 	slow := 0
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -153,15 +145,6 @@ func (l *Lake) updateAfter(ctx context.Context, h *handle, after func() error, f
 		if tx == nil {
 			l.discard(ctx, h, files)
 			return readVersion, nil
-		}
-		if after != nil {
-			region = trace.StartRegion(ctx, "wait before commit "+h.def.name)
-			err := after()
-			region.End()
-			if err != nil {
-				l.discard(ctx, h, files)
-				return -1, err
-			}
 		}
 		if err := l.checkAdds(ctx, h, files, started); err != nil {
 			l.discard(ctx, h, files)

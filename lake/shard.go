@@ -332,11 +332,8 @@ func combinedWatermark(byID map[string]*Shard) (w int64, ok bool) {
 // emitWindows commits a batch's emitted windows: straight into
 // window_results while the lake is solo, else its partials first, then the
 // merge of every shard's partials for the keys it touched (see the package
-// comment in shard.go). Nothing is committed before after returns nil: a
-// solo lake's files are written first, and only the commit waits; a lake
-// of several shards (or one being handed over) waits for after before it
-// starts.
-func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest int64, params map[string]string, after func() error) error {
+// comment in shard.go).
+func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest int64, params map[string]string) error {
 	var extra []delta.Action
 	if b.Watermark != nil {
 		extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
@@ -351,22 +348,16 @@ func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest 
 			return err
 		}
 		if hasOther(byID, b.AppID) {
-			if err := after(); err != nil {
-				return err
-			}
 			if err := l.handOver(ctx, byID); err != nil {
 				return err
 			}
 		} else {
-			err := l.emitSolo(ctx, b, txn, extra, params, after)
+			err := l.emitSolo(ctx, b, txn, extra, params)
 			if !errors.Is(err, errNotSolo) {
 				return err
 			}
 			l.setMulti()
 		}
-	}
-	if err := after(); err != nil {
-		return err
 	}
 	partials := make([]WindowRow, len(b.Closed))
 	for i, r := range b.Closed {
@@ -452,7 +443,7 @@ func hasOther(byID map[string]*Shard, self string) bool {
 // emitSolo upserts a lone stream's windows straight into window_results,
 // with the batch's watermark; errNotSolo when the lake is marked multi at
 // the attempt (a hand-over won the race).
-func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []delta.Action, params map[string]string, after func() error) error {
+func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []delta.Action, params map[string]string) error {
 	m := Merge{BatchID: b.BatchID, Shards: 1, Active: 1, Partials: len(b.Closed)}
 	if b.Watermark != nil {
 		m.Watermark, m.HasWatermark = *b.Watermark, true
@@ -480,7 +471,7 @@ func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []de
 		}
 		return nil
 	}
-	spec := mergeSpec{h: l.tables[TableWindowResults], rows: rows, check: check, txn: txn, extra: extra, op: "STREAMING UPDATE", params: params, bump: true, after: after}
+	spec := mergeSpec{h: l.tables[TableWindowResults], rows: rows, check: check, txn: txn, extra: extra, op: "STREAMING UPDATE", params: params, bump: true}
 	if _, err := l.upsertWindows(ctx, spec); err != nil {
 		return err
 	}

@@ -75,8 +75,6 @@ type mergeSpec struct {
 	// replaced sessions); they may live in partitions no new row does, and
 	// a partition left with no row gets no new file.
 	remove []WindowRow
-	// after, if set, is waited for before the commit (see updateAfter).
-	after func() error
 }
 
 // fixedRows is a mergeSpec.rows that returns rows.
@@ -97,7 +95,7 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 // upsertWindows is merge on any window table, with rows computed per attempt.
 func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 	h, txn := m.h, m.txn
-	v, err := l.updateAfter(ctx, h, m.after, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+	v, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
 		var written []addFile // files of this attempt
 		if snap == nil {
 			return nil, nil, fmt.Errorf("table missing")
