@@ -285,7 +285,9 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 		Drain:       entry.Drain,
 		Shards:      r.shardsOf(entry.BatchID),
 	}
-	maps.Copy(p.InputRows, counts.bySource)
+	for source, n := range entry.SourceRows {
+		p.InputRows[source] = int64(n)
+	}
 	for reason, n := range counts.quarantined {
 		p.Quarantined[string(reason)] = n
 	}

@@ -56,28 +56,18 @@ func (s *Summary) count(c recordCounts) {
 }
 
 // recordCounts is what the summary and the progress line count of a
-// batch's records, in one pass (countRecords).
+// batch's records by outcome, in one pass (countRecords). Their count by
+// source is the batch's offsets entry's SourceRows, made by the reader.
 type recordCounts struct {
 	ok, late    int64
 	quarantined map[tidemark.Reason]int64 // by reason: the invalid records
-	bySource    map[string]int64
 }
 
-// countRecords counts recs by outcome and by source. A batch's records
-// come source after source, so a source is looked up once per run of its
-// records, not once per record.
+// countRecords counts recs by outcome.
 func countRecords(recs []tidemark.Record) recordCounts {
-	c := recordCounts{quarantined: map[tidemark.Reason]int64{}, bySource: map[string]int64{}}
-	run, runSource := int64(0), ""
+	c := recordCounts{quarantined: map[tidemark.Reason]int64{}}
 	for i := range recs {
 		r := &recs[i]
-		if r.Source != runSource || run == 0 {
-			if run > 0 {
-				c.bySource[runSource] += run
-			}
-			run, runSource = 0, r.Source
-		}
-		run++
 		switch {
 		case !r.Valid():
 			c.quarantined[r.Reason]++
@@ -86,9 +76,6 @@ func countRecords(recs []tidemark.Record) recordCounts {
 		default:
 			c.ok++
 		}
-	}
-	if run > 0 {
-		c.bySource[runSource] += run
 	}
 	return c
 }
