@@ -114,6 +114,15 @@ type attemptFunc func(snap *delta.Snapshot) (*delta.Transaction, []addFile, erro
 // removed it (compaction and vacuum between our snapshot and our read).
 // It returns the version committed (or, with nothing to do, read).
 func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, error) {
+	return l.updateChecked(ctx, h, nil, fn)
+}
+
+// updateChecked is update with precommit (when set) called right before
+// each commit, once the attempt is built and its files written: for a read
+// the commit depends on that its conflict check cannot see (another
+// table's), done as late as it can be. Its error ends the update, the
+// attempt's files deleted.
+func (l *Lake) updateChecked(ctx context.Context, h *handle, precommit func(context.Context) error, fn attemptFunc) (int64, error) {
 	var last error
 	slow := 0
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -145,6 +154,12 @@ func (l *Lake) update(ctx context.Context, h *handle, fn attemptFunc) (int64, er
 		if tx == nil {
 			l.discard(ctx, h, files)
 			return readVersion, nil
+		}
+		if precommit != nil {
+			if err := precommit(ctx); err != nil {
+				l.discard(ctx, h, files)
+				return -1, err
+			}
 		}
 		if err := l.checkAdds(ctx, h, files, started); err != nil {
 			l.discard(ctx, h, files)

@@ -40,12 +40,14 @@ import (
 // commit, txn {id, batch}, its watermark txn with it) and window_partials
 // stays empty. The lake is multi-shard once window_results' configuration
 // holds tidemark.shards=multi, or window_partials holds a stream's txn (a
-// lake written before solo lakes). A stream decides before each window
-// commit: multi-shard, the two commits above; else, if shardStates knows a
-// shard other than itself (any stream that emits has committed raw rows
-// with its watermark txn first, so of two streams starting together at
-// least the second sees the first), it hands over; else it commits solo,
-// and that commit refuses (errNotSolo) a snapshot marked multi.
+// lake written before solo lakes). A stream decides at each window
+// commit: multi-shard, the two commits above; else it builds a solo
+// commit, which refuses (errNotSolo) a snapshot marked multi, and right
+// before committing it reads shardStates: if that knows a shard other than
+// itself it hands over instead. The read comes after the batch's raw rows'
+// commit (any stream that emits has committed raw rows with its watermark
+// txn before that read, so of two streams starting together at least the
+// one that reads last sees the other; see emitSolo).
 //
 // The hand-over: read window_results at its latest version V, copy its rows
 // into window_partials as the partial of the stream that wrote them (the
@@ -343,20 +345,16 @@ func (l *Lake) emitWindows(ctx context.Context, b Batch, txn *delta.Txn, ingest 
 		return err
 	}
 	if !multi {
-		byID, err := l.shardStates(ctx)
-		if err != nil {
-			return err
-		}
-		if hasOther(byID, b.AppID) {
+		byID, err := l.emitSolo(ctx, b, txn, extra, params)
+		switch {
+		case errors.Is(err, errShared):
 			if err := l.handOver(ctx, byID); err != nil {
 				return err
 			}
-		} else {
-			err := l.emitSolo(ctx, b, txn, extra, params)
-			if !errors.Is(err, errNotSolo) {
-				return err
-			}
+		case errors.Is(err, errNotSolo):
 			l.setMulti()
+		default:
+			return err
 		}
 	}
 	partials := make([]WindowRow, len(b.Closed))
@@ -386,6 +384,10 @@ const confShards = "tidemark.shards"
 
 // errNotSolo ends a solo commit attempt that finds the lake marked multi.
 var errNotSolo = errors.New("lake: another stream took the lake over to window_partials")
+
+// errShared ends a solo commit attempt that finds, right before its
+// commit, a shard other than its stream: the stream hands over instead.
+var errShared = errors.New("lake: another stream writes to the lake")
 
 // errMoved ends a hand-over's marking attempt that finds window_results
 // changed since its copy.
@@ -442,8 +444,20 @@ func hasOther(byID map[string]*Shard, self string) bool {
 
 // emitSolo upserts a lone stream's windows straight into window_results,
 // with the batch's watermark; errNotSolo when the lake is marked multi at
-// the attempt (a hand-over won the race).
-func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []delta.Action, params map[string]string) error {
+// the attempt (a hand-over won the race), errShared, with the shards it
+// read, when the lake knows another shard right before the commit.
+//
+// That read must follow the commit of the batch's raw rows, whose
+// watermark txn is how another stream's read finds this one: then of two
+// streams emitting for the first time together, at least the one that
+// reads last finds the other (each committed its raw rows before it read),
+// and hands over. A read before that commit can miss a stream that misses
+// this one too: both commit solo, the second one's rows replace the
+// first's, and the hand-over copies both streams' rows as one's partial.
+// The commit's conflict check cannot catch it (the read is of other
+// tables), so the read is done in the commit loop, right before each
+// commit (precommit), after everything the attempt waited for.
+func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []delta.Action, params map[string]string) (map[string]*Shard, error) {
 	m := Merge{BatchID: b.BatchID, Shards: 1, Active: 1, Partials: len(b.Closed)}
 	if b.Watermark != nil {
 		m.Watermark, m.HasWatermark = *b.Watermark, true
@@ -471,12 +485,23 @@ func (l *Lake) emitSolo(ctx context.Context, b Batch, txn *delta.Txn, extra []de
 		}
 		return nil
 	}
-	spec := mergeSpec{h: l.tables[TableWindowResults], rows: rows, check: check, txn: txn, extra: extra, op: "STREAMING UPDATE", params: params, bump: true}
+	var byID map[string]*Shard
+	alone := func(ctx context.Context) error {
+		var err error
+		if byID, err = l.shardStates(ctx); err != nil {
+			return err
+		}
+		if hasOther(byID, b.AppID) {
+			return errShared
+		}
+		return nil
+	}
+	spec := mergeSpec{h: l.tables[TableWindowResults], rows: rows, check: check, txn: txn, extra: extra, op: "STREAMING UPDATE", params: params, bump: true, precommit: alone}
 	if _, err := l.upsertWindows(ctx, spec); err != nil {
-		return err
+		return byID, err
 	}
 	l.recordMerge(b.AppID, m)
-	return nil
+	return nil, nil
 }
 
 // handOver turns a solo lake into a multi-shard one, as a stream that

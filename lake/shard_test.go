@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"tidemark"
@@ -377,4 +380,109 @@ func TestHandOverRaces(t *testing.T) {
 		}
 		checkHandOver(t, 7, a, b)
 	}
+}
+
+const firstEmissionsChildEnv = "TIDEMARK_TEST_FIRST_EMISSIONS_CHILD"
+
+// heldRawStore holds every raw_events commit put through it, once held is
+// set, until held is closed.
+type heldRawStore struct {
+	store.Store
+	held chan struct{}
+}
+
+func (s *heldRawStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if s.held != nil && strings.HasPrefix(key, TableRawEvents+"/_delta_log/") {
+		<-s.held
+	}
+	return s.Store.PutIfAbsent(ctx, key, data)
+}
+
+// TestFirstEmissionsTogether: two streams' first batches on a fresh lake
+// emit the same window key, and both raw_events commits are held until
+// all else either batch can do without them is done (then they land in
+// either order). Each stream must learn of the other only from the other's
+// raw rows, so whichever reads the shards last must find the other and
+// hand over: window_results holds the sum of both counts. Two solo commits
+// would hold one stream's count, the second one's replacing the first's
+// (what writing a batch's windows beside its raw rows did, 56deb9e).
+//
+// The bubble runs in a child process: parquet-go pools the zstd decoders
+// it makes, and one made in a synctest bubble while reading window files
+// is fatal to the next test that reads outside it ("receive on synctest
+// channel from outside bubble").
+func TestFirstEmissionsTogether(t *testing.T) {
+	if os.Getenv(firstEmissionsChildEnv) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFirstEmissionsTogether$", "-test.count=1")
+		cmd.Env = append(os.Environ(), firstEmissionsChildEnv+"=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		dir, err := store.OpenDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &heldRawStore{Store: dir}
+		open := func() *Lake {
+			l, err := Open(ctx, st, testConfig(&fakeClock{now: t0}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		a, b := open(), open()
+		size := a.cfg.Window.Size
+		win := tidemark.Window{Start: t0.UnixMicro(), End: t0.UnixMicro() + size}
+		key := tidemark.MakeKey(tidemark.KeyPart{Value: "/p"}, tidemark.KeyPart{Value: "eu"})
+		batch := func(id string, n, count int64) Batch {
+			wm := win.End + n*size
+			row := WindowRow{Result: tidemark.Result{Window: win, Key: key, Agg: tidemark.Agg{Count: count}, Final: true}, Origin: OriginStream, Revision: 1, Watermark: &wm}
+			rec := tidemark.Record{EventTime: wm, Key: key, Status: tidemark.StatusOK, Source: id, File: "f", Offset: n}
+			return Batch{AppID: id, BatchID: n, Records: []tidemark.Record{rec}, Closed: []WindowRow{row}, Watermark: &wm}
+		}
+		count := func() int64 {
+			t.Helper()
+			rows, err := a.Windows(ctx, AllFrom, AllTo, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 1 {
+				t.Fatalf("window_results holds %d rows, want the one window key", len(rows))
+			}
+			return rows[0].Agg.Count
+		}
+
+		held := make(chan struct{})
+		st.held = held
+		errs := make(chan error, 2)
+		go func() { errs <- a.AppendBatch(ctx, batch("id-a", 1, 3)) }()
+		go func() { errs <- b.AppendBatch(ctx, batch("id-b", 1, 4)) }()
+		synctest.Wait()
+		close(held)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := count(); got != 7 {
+			t.Errorf("after both first batches window_results counts %d, want 3 + 4", got)
+		}
+		// Each stream's next value of the window replaces its own partial.
+		for _, s := range []struct {
+			l     *Lake
+			b     Batch
+			count int64
+		}{{a, batch("id-a", 2, 5), 9}, {b, batch("id-b", 2, 6), 11}} {
+			if err := s.l.AppendBatch(ctx, s.b); err != nil {
+				t.Fatal(err)
+			}
+			if got := count(); got != s.count {
+				t.Errorf("after %s's batch %d window_results counts %d, want %d", s.b.AppID, s.b.BatchID, got, s.count)
+			}
+		}
+	})
 }

@@ -75,6 +75,9 @@ type mergeSpec struct {
 	// replaced sessions); they may live in partitions no new row does, and
 	// a partition left with no row gets no new file.
 	remove []WindowRow
+	// precommit, if set, is called right before each commit (see
+	// updateChecked).
+	precommit func(context.Context) error
 }
 
 // fixedRows is a mergeSpec.rows that returns rows.
@@ -95,7 +98,7 @@ func (l *Lake) merge(ctx context.Context, rows []WindowRow, txn *delta.Txn, op s
 // upsertWindows is merge on any window table, with rows computed per attempt.
 func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 	h, txn := m.h, m.txn
-	v, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+	v, err := l.updateChecked(ctx, h, m.precommit, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
 		var written []addFile // files of this attempt
 		if snap == nil {
 			return nil, nil, fmt.Errorf("table missing")
