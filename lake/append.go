@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +60,10 @@ func (l *Lake) StreamWatermark(ctx context.Context) (int64, bool, error) {
 type addFile struct {
 	dataFile
 	pv map[string]*string
+	// written, when set, is when writing it began, if that was before the
+	// commit attempt that adds it (a prepared file): the writer grace
+	// counts from then (checkAdds).
+	written time.Time
 }
 
 func (a addFile) action(now int64, dataChange bool) delta.Action {
@@ -81,19 +86,127 @@ func (a addFile) action(now int64, dataChange bool) delta.Action {
 // window_results follows both, so a reader that sees a batch's windows
 // sees its raw rows too.
 func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
-	ingest := b.IngestTime
-	if ingest == 0 {
-		ingest = l.clock().UnixMicro()
+	return l.CommitBatch(ctx, b, nil)
+}
+
+// Prepared is a batch's raw_events and quarantine data files, written
+// ahead of its commits (PrepareBatch): the encoding, the bulk of a batch's
+// work, then overlaps the commits of the batch before it. The files are in
+// their tables' directories but no version references them, so a reader
+// never sees them; CommitBatch commits them, or Discard deletes them.
+type Prepared struct {
+	ingest          int64
+	valid, bad      []int
+	raw, quarantine preparedFiles
+}
+
+// preparedFiles is one table's part of a Prepared.
+type preparedFiles struct {
+	files []addFile
+	err   error // writing them failed: CommitBatch writes them again
+	used  bool  // handed to a commit attempt, which owns them from then on
+}
+
+// take hands the files to the first commit attempt, if they were written.
+func (p *preparedFiles) take() ([]addFile, bool) {
+	if p == nil || p.used || p.err != nil {
+		return nil, false
 	}
-	txn := &delta.Txn{AppID: b.AppID, Version: b.BatchID}
-	valid := make([]int, 0, len(b.Records))
-	var bad []int
-	for i := range b.Records {
-		if b.Records[i].Valid() {
+	p.used = true
+	return p.files, true
+}
+
+// PrepareBatch writes the data files of b's raw_events and quarantine rows
+// (both tables at once) without committing them. b.IngestTime must be
+// set: the files carry it. A failure is not returned here: CommitBatch
+// writes the files again, and fails there if it fails again.
+func (l *Lake) PrepareBatch(ctx context.Context, b Batch) *Prepared {
+	p := &Prepared{ingest: b.IngestTime}
+	if p.ingest == 0 {
+		p.ingest = l.clock().UnixMicro()
+	}
+	p.valid, p.bad = splitValid(b.Records)
+	started := l.clock()
+	var wg sync.WaitGroup
+	if len(p.bad) > 0 {
+		wg.Go(func() {
+			defer trace.StartRegion(ctx, "prepare quarantine").End()
+			p.quarantine.files, p.quarantine.err = l.writeQuarantine(ctx, b.Records, p.bad, p.ingest, b.BatchID)
+		})
+	}
+	if len(p.valid) > 0 {
+		region := trace.StartRegion(ctx, "prepare raw_events")
+		p.raw.files, p.raw.err = l.writeRaw(ctx, b.Records, p.valid, p.ingest, b.BatchID)
+		region.End()
+	}
+	wg.Wait()
+	for _, pf := range []*preparedFiles{&p.raw, &p.quarantine} {
+		for i := range pf.files {
+			pf.files[i].written = started
+		}
+	}
+	// A table whose files failed is written again at the commit: what it
+	// wrote before failing is garbage.
+	if p.raw.err != nil {
+		l.discard(ctx, l.tables[TableRawEvents], p.raw.files)
+		p.raw.files = nil
+	}
+	if p.quarantine.err != nil {
+		l.discard(ctx, l.tables[TableQuarantine], p.quarantine.files)
+		p.quarantine.files = nil
+	}
+	return p
+}
+
+// Discard deletes the prepared files no commit took: those of a batch
+// that will not be committed (an earlier batch failed), or left over.
+func (l *Lake) Discard(ctx context.Context, p *Prepared) {
+	if p == nil {
+		return
+	}
+	if !p.raw.used {
+		p.raw.used = true
+		l.discard(ctx, l.tables[TableRawEvents], p.raw.files)
+	}
+	if !p.quarantine.used {
+		p.quarantine.used = true
+		l.discard(ctx, l.tables[TableQuarantine], p.quarantine.files)
+	}
+}
+
+// splitValid returns the indexes of the valid records (raw_events) and of
+// the quarantined ones.
+func splitValid(recs []tidemark.Record) (valid, bad []int) {
+	valid = make([]int, 0, len(recs))
+	for i := range recs {
+		if recs[i].Valid() {
 			valid = append(valid, i)
 		} else {
 			bad = append(bad, i)
 		}
+	}
+	return valid, bad
+}
+
+// CommitBatch is AppendBatch with the data files p prepared (nil: none),
+// which the first commit attempt of each table adds; a later attempt (a
+// lost race, a file gone) writes them again from b's records, so they must
+// still be there. Prepared files no attempt took are deleted.
+func (l *Lake) CommitBatch(ctx context.Context, b Batch, p *Prepared) error {
+	defer l.Discard(ctx, p)
+	txn := &delta.Txn{AppID: b.AppID, Version: b.BatchID}
+	var ingest int64
+	var valid, bad []int
+	var preRaw, preQuarantine *preparedFiles
+	if p != nil {
+		ingest, valid, bad = p.ingest, p.valid, p.bad
+		preRaw, preQuarantine = &p.raw, &p.quarantine
+	} else {
+		ingest = b.IngestTime
+		if ingest == 0 {
+			ingest = l.clock().UnixMicro()
+		}
+		valid, bad = splitValid(b.Records)
 	}
 	params := map[string]string{"outputMode": "Append", "queryId": b.AppID, "epochId": strconv.FormatInt(b.BatchID, 10)}
 	var quarantined sync.WaitGroup
@@ -101,11 +214,14 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 	if len(bad) > 0 {
 		quarantined.Go(func() {
 			qErr = l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
+				if files, ok := preQuarantine.take(); ok {
+					return files, nil
+				}
 				return l.writeQuarantine(ctx, b.Records, bad, ingest, b.BatchID)
 			})
 		})
 	}
-	rawErr := l.appendRaw(ctx, b, txn, valid, ingest, params)
+	rawErr := l.appendRaw(ctx, b, txn, valid, ingest, params, preRaw)
 	quarantined.Wait()
 	if err := oneLine(rawErr, qErr); err != nil {
 		return fmt.Errorf("append batch %d: %w", b.BatchID, err)
@@ -119,14 +235,17 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 }
 
 // appendRaw commits the batch's valid records to raw_events, with the
-// stream's watermark txn.
-func (l *Lake) appendRaw(ctx context.Context, b Batch, txn *delta.Txn, valid []int, ingest int64, params map[string]string) error {
+// stream's watermark txn; the first attempt adds pre's files if any.
+func (l *Lake) appendRaw(ctx context.Context, b Batch, txn *delta.Txn, valid []int, ingest int64, params map[string]string, pre *preparedFiles) error {
 	if len(valid) > 0 {
 		var extra []delta.Action
 		if b.Watermark != nil {
 			extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
 		}
 		err := l.appendTable(ctx, l.tables[TableRawEvents], txn, extra, "STREAMING UPDATE", params, func() ([]addFile, error) {
+			if files, ok := pre.take(); ok {
+				return files, nil
+			}
 			return l.writeRaw(ctx, b.Records, valid, ingest, b.BatchID)
 		})
 		if err != nil {
@@ -247,7 +366,7 @@ func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		if err != nil {
 			return out, err
 		}
-		out = append(out, addFile{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
+		out = append(out, addFile{dataFile: f, pv: map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
 	}
 	return out, nil
 }
@@ -364,7 +483,7 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 	if err != nil {
 		return nil, err
 	}
-	return []addFile{{f, map[string]*string{"ingest_date": strp(date)}}}, nil
+	return []addFile{{dataFile: f, pv: map[string]*string{"ingest_date": strp(date)}}}, nil
 }
 
 // quarantineFill returns the fill of fillRows for quarantine rows

@@ -78,6 +78,11 @@ func backoff(ctx context.Context, attempt int) error {
 // checkAdds is the pre-commit check of the files one attempt adds, started
 // being the time the attempt began writing them.
 func (l *Lake) checkAdds(ctx context.Context, h *handle, files []addFile, started time.Time) error {
+	for _, f := range files {
+		if !f.written.IsZero() && f.written.Before(started) {
+			started = f.written
+		}
+	}
 	if age := l.clock().Sub(started); age > l.grace/2 {
 		return fmt.Errorf("%w: %w: %s: files written over %s, more than half the writer grace %s", errStale, errSlow, h.def.name, age.Round(time.Millisecond), l.grace)
 	}

@@ -207,7 +207,7 @@ func (l *Lake) rewrite(ctx context.Context, h *handle, files []delta.Add) (addFi
 	if err != nil {
 		return addFile{}, 0, err
 	}
-	return addFile{f, files[0].PartitionValues}, f.Rows, nil
+	return addFile{dataFile: f, pv: files[0].PartitionValues}, f.Rows, nil
 }
 
 func (l *Lake) copyFile(ctx context.Context, w *fileWriter, key string, data []colData) error {

@@ -298,7 +298,7 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 	if err != nil {
 		return addFile{}, err
 	}
-	return addFile{f, map[string]*string{}}, nil
+	return addFile{dataFile: f, pv: map[string]*string{}}, nil
 }
 
 // sameValue compares two aggregates as window_results stores them (count,

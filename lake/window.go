@@ -252,7 +252,7 @@ func (l *Lake) writeWindowRows(ctx context.Context, h *handle, rows []WindowRow,
 	if err != nil {
 		return addFile{}, err
 	}
-	return addFile{f, pv}, nil
+	return addFile{dataFile: f, pv: pv}, nil
 }
 
 // readWindowRows reads every row of one file of the window table h; rows of
