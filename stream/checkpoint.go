@@ -35,6 +35,12 @@ type checkpoint struct {
 	chain    *stateRef // the state chain of the last commit; nil before any
 	obsolete []string  // state files of chains no commit needs, for cleanup
 	written  int64     // bytes written since takeWritten
+
+	// tip is the state chain the next state file extends: the last one
+	// written. It runs ahead of chain while a batch's state file is written
+	// before the batch before it committed (pipeline.go); only the
+	// goroutine writing state files uses it.
+	tip *stateRef
 }
 
 // checkpointMeta is metadata.json.
@@ -139,7 +145,11 @@ func (c *checkpoint) write(ctx context.Context, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return c.put(ctx, key, data)
+	if err := c.put(ctx, key, data); err != nil {
+		return err
+	}
+	c.written += int64(len(data))
+	return nil
 }
 
 // commit records a batch whose lake commits are done: its state file, then
@@ -162,6 +172,13 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 // commitState is the part of commit after writeState: the commit entry
 // naming ref, a state file writeState made durable.
 func (c *checkpoint) commitState(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng windower, state drainState, ref *stateRef) error {
+	return c.writeCommit(ctx, commitEntryOf(batchID, end, eng, state, ref))
+}
+
+// commitEntryOf is the commit entry of a batch whose state file is ref,
+// taken from the engine right after the batch (state overrides its
+// watermark: the drain batch).
+func commitEntryOf(batchID int64, end map[string]json.RawMessage, eng windower, state drainState, ref *stateRef) commitEntry {
 	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.sourceWatermarks()}
 	w, hasW := eng.watermark()
 	if state != nil {
@@ -170,10 +187,21 @@ func (c *checkpoint) commitState(ctx context.Context, batchID int64, end map[str
 	if hasW {
 		entry.Watermark = &w
 	}
-	if err := c.write(ctx, batchKey("commits", batchID), entry); err != nil {
+	return entry
+}
+
+// writeCommit writes a commit entry, the batch's commit point. The batch's
+// state file (entry.State) counts among the bytes written for the batch
+// now, not when it was written, which may be before the batch before it
+// committed.
+func (c *checkpoint) writeCommit(ctx context.Context, entry commitEntry) error {
+	if err := c.write(ctx, batchKey("commits", entry.BatchID), entry); err != nil {
 		return err
 	}
-	c.committed(batchID, ref)
+	if entry.State != nil {
+		c.written += entry.State.Bytes
+		c.committed(entry.BatchID, entry.State)
+	}
 	return nil
 }
 
@@ -271,14 +299,14 @@ func (c *checkpoint) loadCommit(ctx context.Context, id int64) (*commitEntry, *c
 		if err := st.UnmarshalBinary(entry.Engine); err != nil {
 			return nil, nil, &corruptError{key: c.describe(key), err: err}
 		}
-		c.chain = nil // the next batch writes a snapshot
+		c.chain, c.tip = nil, nil // the next batch writes a snapshot
 		return entry, &committedState{snapshot: st}, nil
 	}
 	cs, err := c.loadState(ctx, id, entry.State)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.chain = entry.State
+	c.chain, c.tip = entry.State, entry.State
 	return entry, cs, nil
 }
 

@@ -91,7 +91,7 @@ func changelogKey(id int64) string { return fmt.Sprintf("state/%020d.changelog",
 // checkpointed watermark is not the engine's); it is always a snapshot.
 // changes is the batch's encoded changelog (its CRC is the ref's Token).
 func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, override drainState, changes []byte) (*stateRef, error) {
-	prev := c.chain
+	prev := c.tip
 	limit := c.maxChangelogs
 	if limit <= 0 {
 		limit = maxChangelogs
@@ -105,7 +105,11 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 		ref.ChangelogBytes = prev.ChangelogBytes + int64(len(changes))
 		ref.Changelogs = prev.Changelogs + 1
 		ref.Bytes, ref.CRC = int64(len(changes)), frameCRC(changes)
-		return ref, c.put(ctx, ref.File, changes)
+		if err := c.put(ctx, ref.File, changes); err != nil {
+			return nil, err
+		}
+		c.tip = ref
+		return ref, nil
 	}
 	ref.File = snapshotKey(id)
 	var data []byte
@@ -116,6 +120,7 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 			return nil, err
 		}
 		ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
+		c.tip = ref
 		return ref, nil
 	case override == nil:
 		data = eng.snapshot()
@@ -130,6 +135,7 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 	if err := c.put(ctx, ref.File, data); err != nil {
 		return nil, err
 	}
+	c.tip = ref
 	return ref, nil
 }
 
@@ -170,7 +176,6 @@ func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (
 	if err := errors.Join(<-done, putErr); err != nil {
 		return 0, 0, fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
-	c.written += size
 	return size, sum, nil // the frame's CRC, as frameCRC reads it from the file
 }
 
@@ -254,12 +259,13 @@ func (c *checkpoint) needed(key string, upTo int64) bool {
 	return true
 }
 
-// put writes one checkpoint object and counts its bytes.
+// put writes one checkpoint object. Its bytes are counted by the caller
+// (write, writeCommit): put also serves the state files, written
+// off the committing goroutine.
 func (c *checkpoint) put(ctx context.Context, key string, data []byte) error {
 	if err := c.st.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 		return fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
-	c.written += int64(len(data))
 	return nil
 }
 

@@ -35,7 +35,7 @@ func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
 	if err := r.commit(ctx, entry, nil, res, after); err != nil {
 		return err
 	}
-	if err := r.publish(entry, nil, countRecords(nil), res, 0); err != nil {
+	if err := r.publish(entry, nil, countRecords(nil), res, r.engine.sourceMarks(time.UnixMicro(entry.ReadTime)), 0); err != nil {
 		return err
 	}
 	// The engine now holds W = +inf; reload the saved state so a caller that
@@ -96,7 +96,7 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 	}
 	counts := countRecords(recs)
 	r.sum.count(counts)
-	if err := r.publish(*entry, recs, counts, res, 0); err != nil {
+	if err := r.publish(*entry, recs, counts, res, r.engine.sourceMarks(frozen), 0); err != nil {
 		return err
 	}
 	return r.openSources(ctx, entry.End)

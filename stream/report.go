@@ -270,7 +270,9 @@ type eventTime struct {
 }
 
 // report writes the batch's progress line and updates metrics.
-func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res BatchResult, took time.Duration) {
+// marks are the engine's source marks right after the batch: the engine
+// may be processing the next batch by now (pipeline.go).
+func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res BatchResult, marks []sourceMark, took time.Duration) {
 	p := progress{
 		BatchID:     entry.BatchID,
 		Timestamp:   tidemark.FormatTime(entry.ReadTime),
@@ -303,7 +305,6 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 	if res.HasWatermark && res.Watermark != tidemark.MaxTime {
 		p.EventTime.Watermark = tidemark.FormatTime(res.Watermark)
 	}
-	marks := r.engine.sourceMarks(time.UnixMicro(entry.ReadTime))
 	p.Sources = make(map[string]sourceProgress, len(marks))
 	for _, m := range marks {
 		sp := sourceProgress{Idle: m.Idle}
