@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -65,6 +66,11 @@ type DirSource struct {
 	lastRescan time.Time
 	needRescan bool
 	closed     bool
+
+	// warming fills the pool with mapped buffers while a --once
+	// backlog's first batch is read (readPool.warm); Close waits for it.
+	warming sync.WaitGroup
+	warmed  bool
 }
 
 var (
@@ -357,6 +363,8 @@ func (d *DirSource) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.pool.drop() // stops the warming: nothing is read any more
+	d.warming.Wait()
 	var errs []error
 	for _, st := range d.files {
 		errs = append(errs, st.close())
@@ -394,6 +402,12 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 		}
 	}
 	d.pool.read()
+	if d.cfg.Once && !d.warmed {
+		d.warmed = true
+		if n, size := d.warmBuffers(); n > 0 {
+			d.warming.Go(func() { d.pool.warm(n, size) })
+		}
+	}
 	arrival := d.cfg.Clock().UnixMicro()
 	dst = slices.Grow(dst, d.expect(maxRecords))
 	d.keys = d.keys[:0]
@@ -581,19 +595,49 @@ func (d *DirSource) openReader(st *fileState) error {
 	st.r = newLineReader(src, st.pos.Offset, final, d.cfg.Format, d.cfg.MaxLineBytes)
 	st.r.stable = true
 	st.r.pool = &d.pool
-	st.r.size = tailBuffer // tailing: files are reopened as they grow
-	if d.cfg.Once {
-		st.r.size = onceBuffer
-	}
-	if n := len(d.files); n > 8 {
-		// Aligned reading keeps every file with data open at once: share
-		// 8 MiB of read buffers among them.
-		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
-	}
+	st.r.size = d.bufferSize()
 	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
 		return st.csvFrom(&d.cfg.DecoderConfig)
 	}
 	return nil
+}
+
+// bufferSize is the size of a file's read buffers.
+func (d *DirSource) bufferSize() int {
+	size := tailBuffer // tailing: files are reopened as they grow
+	if d.cfg.Once {
+		size = onceBuffer
+	}
+	if n := len(d.files); n > 8 {
+		// Aligned reading keeps every file with data open at once: share
+		// 8 MiB of read buffers among them.
+		size = max(16<<10, min(size, (8<<20)/n))
+	}
+	return size
+}
+
+// warmBytes bounds what a --once backlog's read buffers are warmed with:
+// about the two 100,000-line batches of ~170-byte lines the stream has in
+// flight by default.
+const warmBytes = 32 << 20
+
+// warmBuffers is how many read buffers, of which size, are worth warming
+// for the unread bytes of the files (compressed ones count as much as
+// their size on disk: at least that much is read).
+func (d *DirSource) warmBuffers() (n, size int) {
+	var unread int64
+	for _, st := range d.files {
+		if d.finished(st) {
+			continue
+		}
+		end := st.size
+		if st.limit >= 0 {
+			end = st.limit
+		}
+		unread += max(0, end-st.pos.Offset)
+	}
+	size = d.bufferSize()
+	return int(min(unread, warmBytes) / int64(size)), size
 }
 
 // The read buffer sizes of a file (variables so a test can use small ones).
