@@ -222,6 +222,10 @@ func (r *runner) commitBatch(ctx context.Context, f *inflight) error {
 	}
 	r.sum.Batches++
 	r.nextID = entry.BatchID + 1
+	if r.gcRestore != nil {
+		r.gcRestore()
+		r.gcRestore = nil
+	}
 	if err := r.ck.cleanup(ctx, entry.BatchID); err != nil {
 		r.cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
 	}
