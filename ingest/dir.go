@@ -617,9 +617,9 @@ func (d *DirSource) bufferSize() int {
 }
 
 // warmBytes bounds what a --once backlog's read buffers are warmed with:
-// about the two 100,000-line batches of ~170-byte lines the stream has in
-// flight by default.
-const warmBytes = 32 << 20
+// a little more than the two batches of ~170-byte lines the stream has in
+// flight by default (65,536 lines each, ~11 MiB).
+const warmBytes = 24 << 20
 
 // warmBuffers is how many read buffers, of which size, are worth warming
 // for the unread bytes of the files (compressed ones count as much as

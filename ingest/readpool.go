@@ -38,7 +38,7 @@ type pooled struct {
 }
 
 // maxPooled bounds the bytes a pool holds: more than the two batches in
-// flight use (the stream's default 100,000 lines of ~170 bytes are ~17 MiB
+// flight use (the stream's default 65,536 lines of ~170 bytes are ~11 MiB
 // a batch); past it buffers are left to the garbage collector.
 var maxPooled = 64 << 20
 

@@ -22,6 +22,12 @@ import (
 	"tidemark/lake/store"
 )
 
+// DefaultMaxBatchRows is --max-batch-rows' default: two row groups of a
+// raw_events file (32768 rows each). 100,000 before: the same wall time
+// on the 1M-event bench (1.17 against 1.195 s, median of 10 alternating
+// runs), 202 against 231 MiB of peak RSS.
+const DefaultMaxBatchRows = 65536
+
 // RunnerConfig is everything `tidemark stream` needs. The zero value of each
 // optional field means the documented default.
 type RunnerConfig struct {
@@ -33,7 +39,7 @@ type RunnerConfig struct {
 	Name    string               // stream name; default "stream"
 
 	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
-	MaxBatchRows int           // input lines per micro-batch; 0 means 100000, negative is an error
+	MaxBatchRows int           // input lines per micro-batch; 0 means DefaultMaxBatchRows, negative is an error
 	Trigger      time.Duration // minimum interval between batches
 	Once         bool          // process what is available now, then return
 	Drain        bool          // with Once: then close every open window
@@ -110,7 +116,7 @@ func (c *RunnerConfig) defaults() {
 		c.Name = "stream"
 	}
 	if c.MaxBatchRows <= 0 {
-		c.MaxBatchRows = 100_000
+		c.MaxBatchRows = DefaultMaxBatchRows
 	}
 	if c.Rescan <= 0 {
 		c.Rescan = 10 * time.Second

@@ -43,7 +43,7 @@ func streamCommand() *cli.Command {
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "a source silent this long stops holding back the watermark (0: never)", EnvVars: env("idle-timeout")},
 			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival", EnvVars: env("max-future")},
 			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "quarantine longer lines as line_too_long", EnvVars: env("max-line-bytes")},
-			&cli.IntFlag{Name: "max-batch-rows", Value: 100_000, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows"), Action: atLeastOne("max-batch-rows")},
+			&cli.IntFlag{Name: "max-batch-rows", Value: stream.DefaultMaxBatchRows, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows"), Action: atLeastOne("max-batch-rows")},
 			&cli.DurationFlag{Name: "trigger", Usage: "minimum interval between micro-batches (0: as soon as data arrives)", EnvVars: env("trigger")},
 			&cli.BoolFlag{Name: "once", Usage: "process everything available now, then exit (open windows stay in the checkpoint)", EnvVars: env("once")},
 			&cli.BoolFlag{Name: "drain", Usage: "with --once: then close every open window (a backfill)", EnvVars: env("drain")},
