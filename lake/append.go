@@ -89,11 +89,13 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 	return l.CommitBatch(ctx, b, nil)
 }
 
-// Prepared is a batch's raw_events and quarantine data files, written
+// Prepared is a batch's raw_events and quarantine data files, encoded
 // ahead of its commits (PrepareBatch): the encoding, the bulk of a batch's
-// work, then overlaps the commits of the batch before it. The files are in
-// their tables' directories but no version references them, so a reader
-// never sees them; CommitBatch commits them, or Discard deletes them.
+// work, then overlaps the commits of the batch before it. The files wait
+// in the store's temp area, where no reader looks; the first commit
+// attempt of their table stores them under their keys (the fsync a local
+// file's publish waits for, or an S3 upload, is the committer's then) and
+// commits them, or Discard throws them away.
 type Prepared struct {
 	ingest          int64
 	valid, bad      []int
@@ -102,75 +104,64 @@ type Prepared struct {
 
 // preparedFiles is one table's part of a Prepared.
 type preparedFiles struct {
-	files []addFile
-	err   error // writing them failed: CommitBatch writes them again
-	used  bool  // handed to a commit attempt, which owns them from then on
+	staged  []stagedAdd
+	err     error // writing them failed: CommitBatch writes them again
+	used    bool  // handed to a commit attempt, which owns them from then on
+	written time.Time
 }
 
-// take hands the files to the first commit attempt, if they were written.
-func (p *preparedFiles) take() ([]addFile, bool) {
+// take publishes the files for the first commit attempt, if they were
+// written, and returns them (ok false: the attempt writes its own).
+func (l *Lake) take(ctx context.Context, p *preparedFiles) (files []addFile, ok bool, err error) {
 	if p == nil || p.used || p.err != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	p.used = true
-	return p.files, true
+	files, err = l.publish(ctx, p.staged)
+	for i := range files {
+		files[i].written = p.written
+	}
+	return files, true, err
 }
 
 // PrepareBatch writes the data files of b's raw_events and quarantine rows
-// (both tables at once) without committing them. b.IngestTime must be
-// set: the files carry it. A failure is not returned here: CommitBatch
-// writes the files again, and fails there if it fails again.
+// (both tables at once) without storing or committing them. b.IngestTime
+// must be set: the files carry it. A failure is not returned here:
+// CommitBatch writes the files again, and fails there if it fails again.
 func (l *Lake) PrepareBatch(ctx context.Context, b Batch) *Prepared {
 	p := &Prepared{ingest: b.IngestTime}
 	if p.ingest == 0 {
 		p.ingest = l.clock().UnixMicro()
 	}
 	p.valid, p.bad = splitValid(b.Records)
-	started := l.clock()
+	p.raw.written, p.quarantine.written = l.clock(), l.clock()
 	var wg sync.WaitGroup
 	if len(p.bad) > 0 {
 		wg.Go(func() {
 			defer trace.StartRegion(ctx, "prepare quarantine").End()
-			p.quarantine.files, p.quarantine.err = l.writeQuarantine(ctx, b.Records, p.bad, p.ingest, b.BatchID)
+			p.quarantine.staged, p.quarantine.err = l.stageQuarantine(b.Records, p.bad, p.ingest, b.BatchID)
 		})
 	}
 	if len(p.valid) > 0 {
 		region := trace.StartRegion(ctx, "prepare raw_events")
-		p.raw.files, p.raw.err = l.writeRaw(ctx, b.Records, p.valid, p.ingest, b.BatchID)
+		p.raw.staged, p.raw.err = l.stageRaw(ctx, b.Records, p.valid, p.ingest, b.BatchID)
 		region.End()
 	}
 	wg.Wait()
-	for _, pf := range []*preparedFiles{&p.raw, &p.quarantine} {
-		for i := range pf.files {
-			pf.files[i].written = started
-		}
-	}
-	// A table whose files failed is written again at the commit: what it
-	// wrote before failing is garbage.
-	if p.raw.err != nil {
-		l.discard(ctx, l.tables[TableRawEvents], p.raw.files)
-		p.raw.files = nil
-	}
-	if p.quarantine.err != nil {
-		l.discard(ctx, l.tables[TableQuarantine], p.quarantine.files)
-		p.quarantine.files = nil
-	}
 	return p
 }
 
-// Discard deletes the prepared files no commit took: those of a batch
+// Discard throws away the prepared files no commit took: those of a batch
 // that will not be committed (an earlier batch failed), or left over.
-func (l *Lake) Discard(ctx context.Context, p *Prepared) {
+func (l *Lake) Discard(p *Prepared) {
 	if p == nil {
 		return
 	}
-	if !p.raw.used {
-		p.raw.used = true
-		l.discard(ctx, l.tables[TableRawEvents], p.raw.files)
-	}
-	if !p.quarantine.used {
-		p.quarantine.used = true
-		l.discard(ctx, l.tables[TableQuarantine], p.quarantine.files)
+	for _, pf := range []*preparedFiles{&p.raw, &p.quarantine} {
+		if !pf.used {
+			pf.used = true
+			dropAll(pf.staged)
+		}
 	}
 }
 
@@ -193,7 +184,7 @@ func splitValid(recs []tidemark.Record) (valid, bad []int) {
 // lost race, a file gone) writes them again from b's records, so they must
 // still be there. Prepared files no attempt took are deleted.
 func (l *Lake) CommitBatch(ctx context.Context, b Batch, p *Prepared) error {
-	defer l.Discard(ctx, p)
+	defer l.Discard(p)
 	txn := &delta.Txn{AppID: b.AppID, Version: b.BatchID}
 	var ingest int64
 	var valid, bad []int
@@ -214,8 +205,8 @@ func (l *Lake) CommitBatch(ctx context.Context, b Batch, p *Prepared) error {
 	if len(bad) > 0 {
 		quarantined.Go(func() {
 			qErr = l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
-				if files, ok := preQuarantine.take(); ok {
-					return files, nil
+				if files, ok, err := l.take(ctx, preQuarantine); ok {
+					return files, err
 				}
 				return l.writeQuarantine(ctx, b.Records, bad, ingest, b.BatchID)
 			})
@@ -243,8 +234,8 @@ func (l *Lake) appendRaw(ctx context.Context, b Batch, txn *delta.Txn, valid []i
 			extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
 		}
 		err := l.appendTable(ctx, l.tables[TableRawEvents], txn, extra, "STREAMING UPDATE", params, func() ([]addFile, error) {
-			if files, ok := pre.take(); ok {
-				return files, nil
+			if files, ok, err := l.take(ctx, pre); ok {
+				return files, err
 			}
 			return l.writeRaw(ctx, b.Records, valid, ingest, b.BatchID)
 		})
@@ -344,29 +335,69 @@ func forEachKeyPart(k tidemark.Key, n int, fn func(i int, v string, null bool)) 
 
 // writeRaw writes the valid records, one file per event hour.
 func (l *Lake) writeRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
+	staged, err := l.stageRaw(ctx, recs, idx, ingest, batchID)
+	if err != nil {
+		return nil, err
+	}
+	return l.publish(ctx, staged)
+}
+
+// stagedAdd is a staged data file and the partition it belongs to.
+type stagedAdd struct {
+	*stagedFile
+	pv map[string]*string
+}
+
+// publish stores the staged files, in order, and returns those it
+// stored; after a failure the rest are dropped.
+func (l *Lake) publish(ctx context.Context, staged []stagedAdd) ([]addFile, error) {
+	out := make([]addFile, 0, len(staged))
+	for i, f := range staged {
+		if err := f.publish(ctx, l.st); err != nil {
+			dropAll(staged[i+1:])
+			return out, err
+		}
+		out = append(out, addFile{dataFile: f.dataFile, pv: f.pv})
+	}
+	return out, nil
+}
+
+func dropAll(staged []stagedAdd) {
+	for _, f := range staged {
+		f.drop()
+	}
+}
+
+// stageRaw writes the valid records, one file per event hour, up to
+// staging them (stage).
+func (l *Lake) stageRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]stagedAdd, error) {
 	t := l.tables[TableRawEvents].def
 	hours, groups := byHour(recs, idx)
-	var out []addFile
+	var out []stagedAdd
 	for _, h := range hours {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			dropAll(out)
+			return nil, err
 		}
 		rows := groups[h]
 		w, err := newFileWriterIn(t, l.st, len(rows))
 		if err != nil {
-			return out, err
+			dropAll(out)
+			return nil, err
 		}
 		if err := w.fillRows(len(rows), l.rawFill(recs, rows, ingest, batchID)); err != nil {
 			w.abort()
-			return out, err
+			dropAll(out)
+			return nil, err
 		}
 		date := dateOf(h * tidemark.MicrosPerHour)
 		hour := fmt.Sprintf("%02d", h-tidemark.FloorDiv(h, 24)*24)
-		f, err := w.finish(ctx, l.st, "event_date="+date+"/event_hour="+hour)
+		f, err := w.stage(l.st, "event_date="+date+"/event_hour="+hour)
 		if err != nil {
-			return out, err
+			dropAll(out)
+			return nil, err
 		}
-		out = append(out, addFile{dataFile: f, pv: map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
+		out = append(out, stagedAdd{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
 	}
 	return out, nil
 }
@@ -469,6 +500,15 @@ func byHour(recs []tidemark.Record, idx []int) ([]int64, map[int64][]int) {
 // writeQuarantine writes the quarantined records, one file per ingest date
 // (one file: a batch has one ingest time).
 func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]addFile, error) {
+	staged, err := l.stageQuarantine(recs, idx, ingest, batchID)
+	if err != nil {
+		return nil, err
+	}
+	return l.publish(ctx, staged)
+}
+
+// stageQuarantine is writeQuarantine up to staging the file.
+func (l *Lake) stageQuarantine(recs []tidemark.Record, idx []int, ingest, batchID int64) ([]stagedAdd, error) {
 	t := l.tables[TableQuarantine].def
 	w, err := newFileWriterIn(t, l.st, len(idx))
 	if err != nil {
@@ -479,11 +519,11 @@ func (l *Lake) writeQuarantine(ctx context.Context, recs []tidemark.Record, idx 
 		return nil, err
 	}
 	date := dateOf(ingest)
-	f, err := w.finish(ctx, l.st, "ingest_date="+date)
+	f, err := w.stage(l.st, "ingest_date="+date)
 	if err != nil {
 		return nil, err
 	}
-	return []addFile{{dataFile: f, pv: map[string]*string{"ingest_date": strp(date)}}}, nil
+	return []stagedAdd{{f, map[string]*string{"ingest_date": strp(date)}}}, nil
 }
 
 // quarantineFill returns the fill of fillRows for quarantine rows

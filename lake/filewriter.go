@@ -543,42 +543,93 @@ type dataFile struct {
 // finish closes the file and stores it under dir (a partition directory
 // relative to the table root, "" for none) with a fresh name.
 func (w *fileWriter) finish(ctx context.Context, st store.Store, dir string) (dataFile, error) {
-	defer w.abort()
-	if err := w.dispatch(true, true); err != nil {
+	f, err := w.stage(st, dir)
+	if err != nil {
 		return dataFile{}, err
 	}
+	return f.dataFile, f.publish(ctx, st)
+}
+
+// stagedFile is a data file that stage wrote and closed, still in the
+// store's temp area (or in a temp file of the writer's own, for a store
+// that is not a Stager), not under its key: publish stores it, drop throws
+// it away. The publish's fsync is what waits for the disk, so a writer
+// that stages ahead of its commit (PrepareBatch) leaves that wait to the
+// commit.
+type stagedFile struct {
+	dataFile
+	key    string
+	tmp    *os.File
+	stager store.Stager
+}
+
+// stage closes the file and readies it to be stored under dir with a
+// fresh name.
+func (w *fileWriter) stage(st store.Store, dir string) (*stagedFile, error) {
+	defer w.abort()
+	if err := w.dispatch(true, true); err != nil {
+		return nil, err
+	}
 	if err := w.pf.close(); err != nil {
-		return dataFile{}, fmt.Errorf("close parquet file: %w", err)
+		return nil, fmt.Errorf("close parquet file: %w", err)
 	}
 	size, err := w.tmp.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return dataFile{}, fmt.Errorf("size temp file: %w", err)
+		return nil, fmt.Errorf("size temp file: %w", err)
+	}
+	if w.stager != nil && any(w.stager) != any(st) {
+		return nil, fmt.Errorf("lake: %s file staged in another store than %s", w.t.name, st)
 	}
 	name := "part-" + uuid.NewString() + "." + string(w.t.payload) + ".parquet"
 	rel := name
 	if dir != "" {
 		rel = dir + "/" + name
 	}
-	key := w.t.name + "/" + rel
-	if w.stager != nil {
-		if any(w.stager) != any(st) {
-			return dataFile{}, fmt.Errorf("lake: %s file staged in another store than %s", w.t.name, st)
-		}
-		// Publish closes the file and publishes or removes it.
-		f := w.tmp
-		w.tmp = nil
-		if err := w.stager.Publish(ctx, key, f); err != nil {
-			return dataFile{}, fmt.Errorf("store data file: %w", err)
-		}
-	} else {
-		if _, err := w.tmp.Seek(0, io.SeekStart); err != nil {
-			return dataFile{}, fmt.Errorf("rewind temp file: %w", err)
-		}
-		if err := st.Put(ctx, key, w.tmp, size); err != nil {
-			return dataFile{}, fmt.Errorf("store data file: %w", err)
-		}
+	f := &stagedFile{dataFile: dataFile{Path: rel, Size: size, Rows: w.rows, Stats: w.statsJSON()}, key: w.t.name + "/" + rel, tmp: w.tmp, stager: w.stager}
+	w.tmp = nil // the staged file's now
+	return f, nil
+}
+
+// publish stores the staged file under its key; it is gone from the temp
+// area either way.
+func (f *stagedFile) publish(ctx context.Context, st store.Store) error {
+	tmp := f.tmp
+	f.tmp = nil
+	if tmp == nil {
+		return fmt.Errorf("lake: %s published twice", f.key)
 	}
-	return dataFile{Path: rel, Size: size, Rows: w.rows, Stats: w.statsJSON()}, nil
+	if f.stager != nil {
+		// Publish closes the file and publishes or removes it.
+		if err := f.stager.Publish(ctx, f.key, tmp); err != nil {
+			return fmt.Errorf("store data file: %w", err)
+		}
+		return nil
+	}
+	defer func() {
+		// Errors are moot: the copy is stored or the write failed.
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+	}()
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("rewind temp file: %w", err)
+	}
+	if err := st.Put(ctx, f.key, tmp, f.Size); err != nil {
+		return fmt.Errorf("store data file: %w", err)
+	}
+	return nil
+}
+
+// drop throws the staged file away unpublished; safe to call more than
+// once, and after publish.
+func (f *stagedFile) drop() {
+	if f.tmp == nil {
+		return
+	}
+	// A stray temp file is harmless (never in a table directory, never
+	// *.parquet).
+	_ = f.tmp.Close()
+	_ = os.Remove(f.tmp.Name())
+	f.tmp = nil
 }
 
 // release returns the column encoders of the stopped workers' row groups

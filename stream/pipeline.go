@@ -113,7 +113,7 @@ func (r *runner) processLoop(ctx context.Context, batches <-chan readBatch, todo
 		case todo <- f:
 		case <-failed:
 			<-f.stated
-			r.lake.Discard(work, f.prepared)
+			r.lake.Discard(f.prepared)
 			r.recycleBatch(b)
 			return nil
 		}
@@ -164,7 +164,7 @@ func (r *runner) commitLoop(todo <-chan *inflight, free chan<- []tidemark.Record
 			}
 		} else {
 			<-f.stated
-			r.lake.Discard(ctx, f.prepared)
+			r.lake.Discard(f.prepared)
 		}
 		region := trace.StartRegion(ctx, "recycle")
 		r.recycleBatch(f.b)
@@ -193,7 +193,7 @@ func (r *runner) commitBatch(ctx context.Context, f *inflight) error {
 	}
 	if err != nil {
 		<-f.stated
-		r.lake.Discard(ctx, f.prepared)
+		r.lake.Discard(f.prepared)
 		return err
 	}
 	var (

@@ -85,35 +85,36 @@ func readLakeFiles(t *testing.T, root, appID string) lakeFiles {
 	return lf
 }
 
-// publishCounter is the lake's directory store, counting the raw_events
-// data files published and telling whoever waits for a count.
-type publishCounter struct {
+// stageCounter is the lake's directory store, counting the data files
+// staged (raw_events and quarantine files are staged as their writing
+// begins) and telling whoever waits for a count.
+type stageCounter struct {
 	*store.Dir
 	mu      sync.Mutex
-	raw     int
-	changed chan struct{} // closed and replaced at each publish
+	staged  int
+	changed chan struct{} // closed and replaced at each Stage
 }
 
-func (s *publishCounter) Publish(ctx context.Context, key string, f *os.File) error {
-	err := s.Dir.Publish(ctx, key, f)
-	if err == nil && strings.HasPrefix(key, "raw_events/") {
+func (s *stageCounter) Stage() (*os.File, error) {
+	f, err := s.Dir.Stage()
+	if err == nil {
 		s.mu.Lock()
-		s.raw++
+		s.staged++
 		close(s.changed)
 		s.changed = make(chan struct{})
 		s.mu.Unlock()
 	}
-	return err
+	return f, err
 }
 
-// await waits until n raw_events data files are published, or fails after
-// a generous bound (a deadlock guard, not a wait for time to pass).
-func (s *publishCounter) await(n int) bool {
+// await waits until n files are staged, or fails after a generous bound
+// (a deadlock guard, not a wait for time to pass).
+func (s *stageCounter) await(n int) bool {
 	guard := time.NewTimer(30 * time.Second)
 	defer guard.Stop()
 	for {
 		s.mu.Lock()
-		got, changed := s.raw, s.changed
+		got, changed := s.staged, s.changed
 		s.mu.Unlock()
 		if got >= n {
 			return true
@@ -128,8 +129,8 @@ func (s *publishCounter) await(n int) bool {
 
 // orderStore is a checkpoint store that checks the lake each time a
 // write-ahead or commit entry is about to be written, and holds commits/N
-// back until batch N+1's raw_events file is written: that happens only if
-// the batches overlap as pipeline.go says.
+// back until batch N+1's data files are being written: that happens only
+// if the batches overlap as pipeline.go says.
 type orderStore struct {
 	store.Store
 	check func(key string)
@@ -141,14 +142,16 @@ func (s *orderStore) Put(ctx context.Context, key string, r io.Reader, size int6
 }
 
 // TestPipelineWriteAhead checks the write-ahead protocol while batches
-// overlap (pipeline.go): batch N+1's raw_events file is written before
-// commits/N; when offsets/N is about to be written, commits/N-1 is written
-// and no table holds batch N or later; when commits/N is about to be
-// written, offsets/N is there and raw_events holds the batch. After the
-// run every data file in the lake is one a commit added.
+// overlap (pipeline.go): batch N+1's data files are being written before
+// commits/N; when offsets/N is about to be written, commits/N-1 is written,
+// no table holds batch N or later and every data file in the tables is
+// one a commit added (the next batch's wait in the temp area); when
+// commits/N is about to be written, offsets/N is there and raw_events
+// holds the batch. After the run every data file in the lake is one a
+// commit added.
 func TestPipelineWriteAhead(t *testing.T) {
-	// 1200 lines in one event hour, so each batch writes one raw_events
-	// file, and a malformed one in 50.
+	// 1200 lines in one event hour and a malformed one in 50, so each
+	// batch stages two files: one raw_events, one quarantine.
 	in := t.TempDir()
 	const n, rows = 1200, 100
 	var lines strings.Builder
@@ -169,7 +172,7 @@ func TestPipelineWriteAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lakeStore := &publishCounter{Dir: lakeDirStore, changed: make(chan struct{})}
+	lakeStore := &stageCounter{Dir: lakeDirStore, changed: make(chan struct{})}
 	ckInner, err := store.OpenDir(ckDir)
 	if err != nil {
 		t.Fatal(err)
@@ -198,9 +201,9 @@ func TestPipelineWriteAhead(t *testing.T) {
 			return
 		}
 		fmt.Sscanf(strings.TrimPrefix(key, kind+"/"), "%d.json", &id)
-		if kind == "commits" && id+1 < int64(batches) && !stalled.Load() && !lakeStore.await(int(id)+2) {
+		if kind == "commits" && id+1 < int64(batches) && !stalled.Load() && !lakeStore.await(2*int(id)+3) {
 			stalled.Store(true) // once is enough: the others would wait as long
-			problem("commits/%d was written with batch %d's raw_events file still unwritten after 30 s: the batches did not overlap", id, id+1)
+			problem("commits/%d was written with batch %d's data files still not begun after 30 s: the batches did not overlap", id, id+1)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -218,6 +221,11 @@ func TestPipelineWriteAhead(t *testing.T) {
 			appID = meta.ID
 		}
 		lf := readLakeFiles(t, lakeDir, appID)
+		for _, f := range lf.data {
+			if !lf.added[f] {
+				problems = append(problems, fmt.Sprintf("before %s: %s is in the lake, no commit added it", key, f))
+			}
+		}
 		switch kind {
 		case "offsets":
 			logged++
