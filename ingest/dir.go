@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -404,7 +405,7 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 	d.pool.read()
 	if d.cfg.Once && !d.warmed {
 		d.warmed = true
-		if n, size := d.warmBuffers(); n > 0 {
+		if n, size := d.warmBuffers(maxRecords); n > 0 {
 			d.warming.Go(func() { d.pool.warm(n, size) })
 		}
 	}
@@ -622,22 +623,58 @@ func (d *DirSource) bufferSize() int {
 const warmBytes = 24 << 20
 
 // warmBuffers is how many read buffers, of which size, are worth warming
-// for the unread bytes of the files (compressed ones count as much as
-// their size on disk: at least that much is read).
-func (d *DirSource) warmBuffers() (n, size int) {
+// for a first Read of up to maxRecords: what two such Reads take (the
+// stream has two batches in flight), at the line length of the first
+// unread bytes, within the unread bytes of the files and warmBytes.
+func (d *DirSource) warmBuffers(maxRecords int) (n, size int) {
 	var unread int64
-	for _, st := range d.files {
+	first := ""
+	for _, rel := range d.order {
+		st := d.files[rel]
 		if d.finished(st) {
 			continue
+		}
+		if st.compressed {
+			return 0, 0 // its lines are not known by its size
 		}
 		end := st.size
 		if st.limit >= 0 {
 			end = st.limit
 		}
-		unread += max(0, end-st.pos.Offset)
+		if left := end - st.pos.Offset; left > 0 {
+			unread += left
+			if first == "" {
+				first = rel
+			}
+		}
+	}
+	if first == "" {
+		return 0, 0
+	}
+	want := min(unread, warmBytes)
+	if line, ok := d.lineLength(first); ok {
+		want = min(want, 2*int64(maxRecords)*line)
 	}
 	size = d.bufferSize()
-	return int(min(unread, warmBytes) / int64(size)), size
+	return int(want / int64(size)), size
+}
+
+// lineLength estimates the line length of a file from the 64 KiB at its
+// read position (false: no complete line there, or it cannot be read).
+func (d *DirSource) lineLength(rel string) (int64, bool) {
+	st := d.files[rel]
+	f, err := os.Open(d.abs(rel))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	n, _ := f.ReadAt(buf, st.pos.Offset)
+	lines := bytes.Count(buf[:n], []byte{'\n'})
+	if lines == 0 {
+		return 0, false
+	}
+	return int64(bytes.LastIndexByte(buf[:n], '\n')+1) / int64(lines), true
 }
 
 // The read buffer sizes of a file (variables so a test can use small ones).
