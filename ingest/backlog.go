@@ -29,11 +29,7 @@ func (d *DirSource) Sizes() []FileSize {
 	out := make([]FileSize, 0, len(d.order))
 	for _, rel := range d.order {
 		st := d.files[rel]
-		size := st.size
-		if st.limit >= 0 {
-			size = st.limit
-		}
-		out = append(out, FileSize{Path: rel, Size: size, Compressed: st.compressed})
+		out = append(out, FileSize{Path: rel, Size: st.end(), Compressed: st.compressed})
 	}
 	return out
 }

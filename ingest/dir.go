@@ -331,6 +331,15 @@ func (d *DirSource) finished(st *fileState) bool {
 		st.until >= 0 && st.pos.Offset >= st.until || d.cfg.Once && st.unreadable
 }
 
+// end is the raw size the file is read to: its size at Open under Once,
+// else at the last stat.
+func (st *fileState) end() int64 {
+	if st.limit >= 0 {
+		return st.limit
+	}
+	return st.size
+}
+
 // unread reports whether a file is known to hold bytes not read yet (a
 // partial last line still being written does not count: it is read to its
 // end, waiting).
@@ -461,25 +470,37 @@ func (d *DirSource) Recycle(mark uint64) { d.pool.recycle(mark) }
 // compressed file counts as maxRecords.
 func (d *DirSource) expect(maxRecords int) int {
 	const minLine = 64 // bytes; shorter lines only cost a regrowth
-	var unread int64
+	unread, _, compressed := d.unreadBytes(int64(maxRecords) * minLine)
+	if compressed {
+		return maxRecords
+	}
+	return int(min(unread/minLine, int64(maxRecords)))
+}
+
+// unreadBytes adds up the unread bytes of the files at their last stat, in
+// path order, until the sum reaches enough or a compressed file (whose
+// unread bytes are not known by its size) comes; first is the first file
+// with unread bytes.
+func (d *DirSource) unreadBytes(enough int64) (total int64, first string, compressed bool) {
 	for _, rel := range d.order {
 		st := d.files[rel]
 		if d.finished(st) {
 			continue
 		}
 		if st.compressed {
-			return maxRecords
+			return total, first, true
 		}
-		size := st.size
-		if st.limit >= 0 {
-			size = st.limit
+		if left := st.end() - st.pos.Offset; left > 0 {
+			total += left
+			if first == "" {
+				first = rel
+			}
 		}
-		unread += max(0, size-st.pos.Offset)
-		if unread/minLine >= int64(maxRecords) {
-			return maxRecords
+		if total >= enough {
+			break
 		}
 	}
-	return int(unread / minLine)
+	return total, first, false
 }
 
 // readFile appends up to max records of one file, the one at index idx of
@@ -627,29 +648,9 @@ const warmBytes = 24 << 20
 // stream has two batches in flight), at the line length of the first
 // unread bytes, within the unread bytes of the files and warmBytes.
 func (d *DirSource) warmBuffers(maxRecords int) (n, size int) {
-	var unread int64
-	first := ""
-	for _, rel := range d.order {
-		st := d.files[rel]
-		if d.finished(st) {
-			continue
-		}
-		if st.compressed {
-			return 0, 0 // its lines are not known by its size
-		}
-		end := st.size
-		if st.limit >= 0 {
-			end = st.limit
-		}
-		if left := end - st.pos.Offset; left > 0 {
-			unread += left
-			if first == "" {
-				first = rel
-			}
-		}
-	}
-	if first == "" {
-		return 0, 0
+	unread, first, compressed := d.unreadBytes(warmBytes)
+	if compressed || first == "" {
+		return 0, 0 // a compressed file's lines are not known by its size
 	}
 	want := min(unread, warmBytes)
 	if line, ok := d.lineLength(first); ok {

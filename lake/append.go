@@ -86,7 +86,7 @@ func (a addFile) action(now int64, dataChange bool) delta.Action {
 // window_results follows both, so a reader that sees a batch's windows
 // sees its raw rows too.
 func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
-	return l.CommitBatch(ctx, b, nil)
+	return l.CommitBatch(ctx, b, l.plan(b))
 }
 
 // Prepared is a batch's raw_events and quarantine data files, encoded
@@ -99,29 +99,41 @@ func (l *Lake) AppendBatch(ctx context.Context, b Batch) error {
 type Prepared struct {
 	ingest          int64
 	valid, bad      []int
+	started         time.Time // when the files began to be written
 	raw, quarantine preparedFiles
 }
 
 // preparedFiles is one table's part of a Prepared.
 type preparedFiles struct {
-	staged  []stagedAdd
-	err     error // writing them failed: CommitBatch writes them again
-	used    bool  // handed to a commit attempt, which owns them from then on
-	written time.Time
+	staged []stagedAdd // none: nothing was prepared, or writing failed
+	err    error       // writing them failed: CommitBatch writes them again
+	used   bool        // handed to a commit attempt, which owns them from then on
 }
 
-// take publishes the files for the first commit attempt, if they were
-// written, and returns them (ok false: the attempt writes its own).
-func (l *Lake) take(ctx context.Context, p *preparedFiles) (files []addFile, ok bool, err error) {
-	if p == nil || p.used || p.err != nil {
+// take publishes pf, p's files of one table, for the first commit attempt
+// and returns them (ok false: there are none, and the attempt writes its
+// own).
+func (l *Lake) take(ctx context.Context, p *Prepared, pf *preparedFiles) (files []addFile, ok bool, err error) {
+	if pf.used || pf.err != nil || len(pf.staged) == 0 {
 		return nil, false, nil
 	}
-	p.used = true
-	files, err = l.publish(ctx, p.staged)
+	pf.used = true
+	files, err = l.publish(ctx, pf.staged)
 	for i := range files {
-		files[i].written = p.written
+		files[i].written = p.started
 	}
 	return files, true, err
+}
+
+// plan is a Prepared of b without files: its ingest time and which
+// records go to which table.
+func (l *Lake) plan(b Batch) *Prepared {
+	p := &Prepared{ingest: b.IngestTime}
+	if p.ingest == 0 {
+		p.ingest = l.clock().UnixMicro()
+	}
+	p.valid, p.bad = splitValid(b.Records)
+	return p
 }
 
 // PrepareBatch writes the data files of b's raw_events and quarantine rows
@@ -129,12 +141,8 @@ func (l *Lake) take(ctx context.Context, p *preparedFiles) (files []addFile, ok 
 // must be set: the files carry it. A failure is not returned here:
 // CommitBatch writes the files again, and fails there if it fails again.
 func (l *Lake) PrepareBatch(ctx context.Context, b Batch) *Prepared {
-	p := &Prepared{ingest: b.IngestTime}
-	if p.ingest == 0 {
-		p.ingest = l.clock().UnixMicro()
-	}
-	p.valid, p.bad = splitValid(b.Records)
-	p.raw.written, p.quarantine.written = l.clock(), l.clock()
+	p := l.plan(b)
+	p.started = l.clock()
 	var wg sync.WaitGroup
 	if len(p.bad) > 0 {
 		wg.Go(func() {
@@ -179,71 +187,56 @@ func splitValid(recs []tidemark.Record) (valid, bad []int) {
 	return valid, bad
 }
 
-// CommitBatch is AppendBatch with the data files p prepared (nil: none),
-// which the first commit attempt of each table adds; a later attempt (a
-// lost race, a file gone) writes them again from b's records, so they must
-// still be there. Prepared files no attempt took are deleted.
+// CommitBatch is AppendBatch with the data files p prepared, which the
+// first commit attempt of each table adds; a later attempt (a lost race, a
+// file gone) writes them again from b's records, so they must still be
+// there. Prepared files no attempt took are thrown away.
 func (l *Lake) CommitBatch(ctx context.Context, b Batch, p *Prepared) error {
 	defer l.Discard(p)
 	txn := &delta.Txn{AppID: b.AppID, Version: b.BatchID}
-	var ingest int64
-	var valid, bad []int
-	var preRaw, preQuarantine *preparedFiles
-	if p != nil {
-		ingest, valid, bad = p.ingest, p.valid, p.bad
-		preRaw, preQuarantine = &p.raw, &p.quarantine
-	} else {
-		ingest = b.IngestTime
-		if ingest == 0 {
-			ingest = l.clock().UnixMicro()
-		}
-		valid, bad = splitValid(b.Records)
-	}
 	params := map[string]string{"outputMode": "Append", "queryId": b.AppID, "epochId": strconv.FormatInt(b.BatchID, 10)}
 	var quarantined sync.WaitGroup
 	var qErr error
-	if len(bad) > 0 {
+	if len(p.bad) > 0 {
 		quarantined.Go(func() {
 			qErr = l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
-				if files, ok, err := l.take(ctx, preQuarantine); ok {
+				if files, ok, err := l.take(ctx, p, &p.quarantine); ok {
 					return files, err
 				}
-				return l.writeQuarantine(ctx, b.Records, bad, ingest, b.BatchID)
+				return l.writeQuarantine(ctx, b.Records, p.bad, p.ingest, b.BatchID)
 			})
 		})
 	}
-	rawErr := l.appendRaw(ctx, b, txn, valid, ingest, params, preRaw)
+	rawErr := l.appendRaw(ctx, b, txn, params, p)
 	quarantined.Wait()
 	if err := oneLine(rawErr, qErr); err != nil {
 		return fmt.Errorf("append batch %d: %w", b.BatchID, err)
 	}
 	if len(b.Closed) > 0 {
-		if err := l.emitWindows(ctx, b, txn, ingest, params); err != nil {
+		if err := l.emitWindows(ctx, b, txn, p.ingest, params); err != nil {
 			return fmt.Errorf("append batch %d: %w", b.BatchID, err)
 		}
 	}
 	return nil
 }
 
-// appendRaw commits the batch's valid records to raw_events, with the
-// stream's watermark txn; the first attempt adds pre's files if any.
-func (l *Lake) appendRaw(ctx context.Context, b Batch, txn *delta.Txn, valid []int, ingest int64, params map[string]string, pre *preparedFiles) error {
-	if len(valid) > 0 {
-		var extra []delta.Action
-		if b.Watermark != nil {
-			extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: ingest / 1000}})
-		}
-		err := l.appendTable(ctx, l.tables[TableRawEvents], txn, extra, "STREAMING UPDATE", params, func() ([]addFile, error) {
-			if files, ok, err := l.take(ctx, pre); ok {
-				return files, err
-			}
-			return l.writeRaw(ctx, b.Records, valid, ingest, b.BatchID)
-		})
-		if err != nil {
-			return err
-		}
+// appendRaw commits the batch's valid records (p.valid) to raw_events,
+// with the stream's watermark txn; the first attempt adds p's files if
+// any.
+func (l *Lake) appendRaw(ctx context.Context, b Batch, txn *delta.Txn, params map[string]string, p *Prepared) error {
+	if len(p.valid) == 0 {
+		return nil
 	}
-	return nil
+	var extra []delta.Action
+	if b.Watermark != nil {
+		extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: p.ingest / 1000}})
+	}
+	return l.appendTable(ctx, l.tables[TableRawEvents], txn, extra, "STREAMING UPDATE", params, func() ([]addFile, error) {
+		if files, ok, err := l.take(ctx, p, &p.raw); ok {
+			return files, err
+		}
+		return l.writeRaw(ctx, b.Records, p.valid, p.ingest, b.BatchID)
+	})
 }
 
 // appendTable commits the files write produces, plus the extra actions, as
@@ -362,6 +355,7 @@ func (l *Lake) publish(ctx context.Context, staged []stagedAdd) ([]addFile, erro
 	return out, nil
 }
 
+// dropAll throws staged files away unpublished.
 func dropAll(staged []stagedAdd) {
 	for _, f := range staged {
 		f.drop()
@@ -369,33 +363,34 @@ func dropAll(staged []stagedAdd) {
 }
 
 // stageRaw writes the valid records, one file per event hour, up to
-// staging them (stage).
-func (l *Lake) stageRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) ([]stagedAdd, error) {
+// staging them (stage); after a failure nothing it staged is left.
+func (l *Lake) stageRaw(ctx context.Context, recs []tidemark.Record, idx []int, ingest, batchID int64) (out []stagedAdd, err error) {
+	defer func() {
+		if err != nil {
+			dropAll(out)
+			out = nil
+		}
+	}()
 	t := l.tables[TableRawEvents].def
 	hours, groups := byHour(recs, idx)
-	var out []stagedAdd
 	for _, h := range hours {
 		if err := ctx.Err(); err != nil {
-			dropAll(out)
-			return nil, err
+			return out, err
 		}
 		rows := groups[h]
 		w, err := newFileWriterIn(t, l.st, len(rows))
 		if err != nil {
-			dropAll(out)
-			return nil, err
+			return out, err
 		}
 		if err := w.fillRows(len(rows), l.rawFill(recs, rows, ingest, batchID)); err != nil {
 			w.abort()
-			dropAll(out)
-			return nil, err
+			return out, err
 		}
 		date := dateOf(h * tidemark.MicrosPerHour)
 		hour := fmt.Sprintf("%02d", h-tidemark.FloorDiv(h, 24)*24)
 		f, err := w.stage(l.st, "event_date="+date+"/event_hour="+hour)
 		if err != nil {
-			dropAll(out)
-			return nil, err
+			return out, err
 		}
 		out = append(out, stagedAdd{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
 	}

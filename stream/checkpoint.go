@@ -166,12 +166,6 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 	if err != nil {
 		return err
 	}
-	return c.commitState(ctx, batchID, end, eng, state, ref)
-}
-
-// commitState is the part of commit after writeState: the commit entry
-// naming ref, a state file writeState made durable.
-func (c *checkpoint) commitState(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng windower, state drainState, ref *stateRef) error {
 	return c.writeCommit(ctx, commitEntryOf(batchID, end, eng, state, ref))
 }
 

@@ -153,19 +153,15 @@ func (r *runner) backlogRecords() int {
 	}
 	var unread int64
 	for _, s := range r.sources {
-		sz, ok := s.(ingest.Sizer)
+		inputs, ok := pending(s)
 		if !ok {
 			return 0
 		}
-		at := map[string]int64{}
-		for _, f := range s.Position().Files {
-			at[f.Path] = f.Offset
-		}
-		for _, f := range sz.Sizes() {
-			if f.Compressed {
+		for _, in := range inputs {
+			if in.compressed {
 				return 0 // its records are not known by its size
 			}
-			unread += max(0, f.Size-at[f.Path])
+			unread += in.size - in.at
 		}
 	}
 	const minLine, worth = 64, 1 << 20
@@ -383,10 +379,17 @@ func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark
 	if refErr != nil {
 		return refErr
 	}
-	r.sum.Emitted += int64(len(res.Emitted))
-	region = trace.StartRegion(ctx, "commit entry")
-	defer region.End()
-	if err := r.ck.commitState(ctx, entry.BatchID, entry.End, r.engine, state, ref); err != nil {
+	return r.recordCommit(ctx, commitEntryOf(entry.BatchID, entry.End, r.engine, state, ref), len(res.Emitted))
+}
+
+// recordCommit writes the commit entry of a batch whose lake commits are
+// done and which emitted that many windows, and moves the run on past it.
+func (r *runner) recordCommit(ctx context.Context, entry commitEntry, emitted int) error {
+	r.sum.Emitted += int64(emitted)
+	region := trace.StartRegion(ctx, "commit entry")
+	err := r.ck.writeCommit(ctx, entry)
+	region.End()
+	if err != nil {
 		return err
 	}
 	r.sum.Batches++

@@ -112,8 +112,7 @@ func (r *runner) processLoop(ctx context.Context, batches <-chan readBatch, todo
 		select {
 		case todo <- f:
 		case <-failed:
-			<-f.stated
-			r.lake.Discard(f.prepared)
+			r.abandon(f)
 			r.recycleBatch(b)
 			return nil
 		}
@@ -163,8 +162,7 @@ func (r *runner) commitLoop(todo <-chan *inflight, free chan<- []tidemark.Record
 				close(failed)
 			}
 		} else {
-			<-f.stated
-			r.lake.Discard(f.prepared)
+			r.abandon(f)
 		}
 		region := trace.StartRegion(ctx, "recycle")
 		r.recycleBatch(f.b)
@@ -172,6 +170,13 @@ func (r *runner) commitLoop(todo <-chan *inflight, free chan<- []tidemark.Record
 		free <- f.b.recs // readLoop clears them
 	}
 	return err
+}
+
+// abandon gives up a processed batch that will not be committed: once its
+// state file is written (no write outlives it), its data files go.
+func (r *runner) abandon(f *inflight) {
+	<-f.stated
+	r.lake.Discard(f.prepared)
 }
 
 // recycleBatch tells the sources that a batch's records are done with.
@@ -192,8 +197,7 @@ func (r *runner) commitBatch(ctx context.Context, f *inflight) error {
 		region.End()
 	}
 	if err != nil {
-		<-f.stated
-		r.lake.Discard(f.prepared)
+		r.abandon(f)
 		return err
 	}
 	var (
@@ -212,22 +216,13 @@ func (r *runner) commitBatch(ctx context.Context, f *inflight) error {
 	if err := errors.Join(err, f.refErr); err != nil {
 		return err
 	}
-	r.sum.Emitted += int64(len(f.res.Emitted))
 	f.commit.State = f.ref
-	region = trace.StartRegion(ctx, "commit entry")
-	err = r.ck.writeCommit(ctx, f.commit)
-	region.End()
-	if err != nil {
+	if err := r.recordCommit(ctx, f.commit, len(f.res.Emitted)); err != nil {
 		return err
 	}
-	r.sum.Batches++
-	r.nextID = entry.BatchID + 1
 	if r.gcRestore != nil {
 		r.gcRestore()
 		r.gcRestore = nil
-	}
-	if err := r.ck.cleanup(ctx, entry.BatchID); err != nil {
-		r.cfg.Logger.Warn("checkpoint cleanup failed", "err", err)
 	}
 	defer trace.StartRegion(ctx, "publish").End()
 	r.sum.count(counts)
