@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -67,11 +65,6 @@ type DirSource struct {
 	lastRescan time.Time
 	needRescan bool
 	closed     bool
-
-	// warming fills the pool with mapped buffers while a --once
-	// backlog's first batch is read (readPool.warm); Close waits for it.
-	warming sync.WaitGroup
-	warmed  bool
 }
 
 var (
@@ -373,8 +366,7 @@ func (d *DirSource) Close() error {
 		return nil
 	}
 	d.closed = true
-	d.pool.drop() // stops the warming: nothing is read any more
-	d.warming.Wait()
+	d.pool.drop()
 	var errs []error
 	for _, st := range d.files {
 		errs = append(errs, st.close())
@@ -412,12 +404,6 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 		}
 	}
 	d.pool.read()
-	if d.cfg.Once && !d.warmed {
-		d.warmed = true
-		if n, size := d.warmBuffers(maxRecords); n > 0 {
-			d.warming.Go(func() { d.pool.warm(n, size) })
-		}
-	}
 	arrival := d.cfg.Clock().UnixMicro()
 	dst = slices.Grow(dst, d.expect(maxRecords))
 	d.keys = d.keys[:0]
@@ -470,7 +456,7 @@ func (d *DirSource) Recycle(mark uint64) { d.pool.recycle(mark) }
 // compressed file counts as maxRecords.
 func (d *DirSource) expect(maxRecords int) int {
 	const minLine = 64 // bytes; shorter lines only cost a regrowth
-	unread, _, compressed := d.unreadBytes(int64(maxRecords) * minLine)
+	unread, compressed := d.unreadBytes(int64(maxRecords) * minLine)
 	if compressed {
 		return maxRecords
 	}
@@ -479,28 +465,22 @@ func (d *DirSource) expect(maxRecords int) int {
 
 // unreadBytes adds up the unread bytes of the files at their last stat, in
 // path order, until the sum reaches enough or a compressed file (whose
-// unread bytes are not known by its size) comes; first is the first file
-// with unread bytes.
-func (d *DirSource) unreadBytes(enough int64) (total int64, first string, compressed bool) {
+// unread bytes are not known by its size) comes.
+func (d *DirSource) unreadBytes(enough int64) (total int64, compressed bool) {
 	for _, rel := range d.order {
 		st := d.files[rel]
 		if d.finished(st) {
 			continue
 		}
 		if st.compressed {
-			return total, first, true
+			return total, true
 		}
-		if left := st.end() - st.pos.Offset; left > 0 {
-			total += left
-			if first == "" {
-				first = rel
-			}
-		}
+		total += max(0, st.end()-st.pos.Offset)
 		if total >= enough {
 			break
 		}
 	}
-	return total, first, false
+	return total, false
 }
 
 // readFile appends up to max records of one file, the one at index idx of
@@ -636,46 +616,6 @@ func (d *DirSource) bufferSize() int {
 		size = max(16<<10, min(size, (8<<20)/n))
 	}
 	return size
-}
-
-// warmBytes bounds what a --once backlog's read buffers are warmed with:
-// a little more than the two batches of ~170-byte lines the stream has in
-// flight by default (65,536 lines each, ~11 MiB).
-const warmBytes = 24 << 20
-
-// warmBuffers is how many read buffers, of which size, are worth warming
-// for a first Read of up to maxRecords: what two such Reads take (the
-// stream has two batches in flight), at the line length of the first
-// unread bytes, within the unread bytes of the files and warmBytes.
-func (d *DirSource) warmBuffers(maxRecords int) (n, size int) {
-	unread, first, compressed := d.unreadBytes(warmBytes)
-	if compressed || first == "" {
-		return 0, 0 // a compressed file's lines are not known by its size
-	}
-	want := min(unread, warmBytes)
-	if line, ok := d.lineLength(first); ok {
-		want = min(want, 2*int64(maxRecords)*line)
-	}
-	size = d.bufferSize()
-	return int(want / int64(size)), size
-}
-
-// lineLength estimates the line length of a file from the 64 KiB at its
-// read position (false: no complete line there, or it cannot be read).
-func (d *DirSource) lineLength(rel string) (int64, bool) {
-	st := d.files[rel]
-	f, err := os.Open(d.abs(rel))
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	n, _ := f.ReadAt(buf, st.pos.Offset)
-	lines := bytes.Count(buf[:n], []byte{'\n'})
-	if lines == 0 {
-		return 0, false
-	}
-	return int64(bytes.LastIndexByte(buf[:n], '\n')+1) / int64(lines), true
 }
 
 // The read buffer sizes of a file (variables so a test can use small ones).

@@ -26,8 +26,7 @@ type readPool struct {
 	period   uint64 // marks so far
 	retired  []pooled
 	free     []pooled
-	bytes    int  // the capacity of retired and free
-	dropped  bool // drop was called: nothing is read into again
+	bytes    int // the capacity of retired and free
 }
 
 // pooled is a buffer of the pool. stamp is, while retired, the Read that
@@ -123,7 +122,6 @@ func (p *readPool) mark() uint64 {
 func (p *readPool) drop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.dropped = true
 	clear(p.retired)
 	clear(p.free)
 	p.retired, p.free, p.bytes = nil, nil, 0
@@ -135,33 +133,4 @@ func (p *readPool) recycle(mark uint64) {
 	p.mu.Lock()
 	p.released = max(p.released, mark)
 	p.mu.Unlock()
-}
-
-// pageSize is the granule warm writes: the kernel's page on every
-// platform tidemark runs on, or a divisor of it.
-const pageSize = 4 << 10
-
-// warm adds up to n fresh buffers of size bytes to the free list, one at a
-// time, with a byte of every page written, and stops early once the pool
-// is full or dropped. A backlog's first reads would otherwise take every
-// buffer fresh, and the kernel's page faults inside read(2) would be most
-// of their time (120 of 180 ms in the first 100,000-line batch of 1M
-// events, on the 2-core VM of the README); run on a goroutine of its own
-// while the first batch is read, the faults are taken on the core that is
-// otherwise idle then, and the reads copy into mapped memory.
-func (p *readPool) warm(n, size int) {
-	for range n {
-		b := make([]byte, size)
-		for i := 0; i < len(b); i += pageSize {
-			b[i] = 0 // a write: a read fault would map the shared zero page
-		}
-		p.mu.Lock()
-		if p.dropped || p.bytes+size > maxPooled/2 {
-			p.mu.Unlock()
-			return
-		}
-		p.free = append(p.free, pooled{buf: b, stamp: p.period})
-		p.bytes += size
-		p.mu.Unlock()
-	}
 }

@@ -195,37 +195,3 @@ func TestDirRecyclesWhileTailing(t *testing.T) {
 		t.Error("no read buffer was reused after Recycle")
 	}
 }
-
-// TestReadPoolWarm: warmed buffers are lent by get like recycled ones, the
-// warming stops at half the pool's bound, and adds nothing once the pool is
-// dropped.
-func TestReadPoolWarm(t *testing.T) {
-	var p readPool
-	p.warm(3, 1<<20)
-	if len(p.free) != 3 || p.bytes != 3<<20 {
-		t.Fatalf("after warm(3, 1 MiB): %d free buffers, %d bytes; want 3, %d", len(p.free), p.bytes, 3<<20)
-	}
-	warmed := map[*byte]bool{}
-	for _, b := range p.free {
-		warmed[unsafe.SliceData(b.buf)] = true
-	}
-	for range 3 {
-		if b := p.get(1 << 20); !warmed[unsafe.SliceData(b)] {
-			t.Fatalf("get returned a fresh buffer while warmed ones were free")
-		}
-	}
-	if b := p.get(1 << 20); warmed[unsafe.SliceData(b)] {
-		t.Fatalf("a warmed buffer was lent twice")
-	}
-	var full readPool
-	full.warm(1000, 1<<20)
-	if full.bytes > maxPooled/2 {
-		t.Fatalf("warm(1000, 1 MiB) pooled %d bytes, over half the bound %d", full.bytes, maxPooled/2)
-	}
-	var dropped readPool
-	dropped.drop()
-	dropped.warm(3, 1<<20)
-	if len(dropped.free) != 0 {
-		t.Fatalf("warm after drop pooled %d buffers, want 0", len(dropped.free))
-	}
-}

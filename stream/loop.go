@@ -7,7 +7,6 @@ import (
 	"runtime/trace"
 	"sync"
 	"time"
-	"unsafe"
 
 	"tidemark"
 	"tidemark/ingest"
@@ -101,15 +100,7 @@ func (r *runner) run(ctx context.Context) error {
 	}()
 	batches := make(chan readBatch, 1)
 	free := make(chan []tidemark.Record, recordSlices) // record slices handed back for reuse
-	free <- nil
-	var warming sync.WaitGroup
-	defer warming.Wait()
-	if n := r.backlogRecords(); n > 0 {
-		// The first batch's slice grows as it is read; the second is made
-		// and its pages faulted in meanwhile, on the core that is
-		// otherwise idle while the first batch is read.
-		warming.Go(func() { free <- warmRecords(n) })
-	} else {
+	for range recordSlices {
 		free <- nil
 	}
 	readCtx, stopReading := context.WithCancel(ctx)
@@ -142,44 +133,6 @@ func (r *runner) run(ctx context.Context) error {
 		return r.drain(ctx)
 	}
 	return nil
-}
-
-// backlogRecords is how many records a --once run's second batch will
-// likely hold (its backlog at a record per 64 bytes, at most a batch), or
-// 0 when that is not worth preparing: a live stream, a small backlog.
-func (r *runner) backlogRecords() int {
-	if !r.cfg.Once {
-		return 0
-	}
-	var unread int64
-	for _, s := range r.sources {
-		inputs, ok := pending(s)
-		if !ok {
-			return 0
-		}
-		for _, in := range inputs {
-			if in.compressed {
-				return 0 // its records are not known by its size
-			}
-			unread += in.size - in.at
-		}
-	}
-	const minLine, worth = 64, 1 << 20
-	if unread < worth {
-		return 0
-	}
-	return int(min(unread/minLine, int64(r.cfg.MaxBatchRows)))
-}
-
-// warmRecords returns an empty record slice with room for n, its pages
-// faulted in (a write to each, as a read would map the zero page).
-func warmRecords(n int) []tidemark.Record {
-	recs := make([]tidemark.Record, n)
-	per := max(1, 4096/int(unsafe.Sizeof(tidemark.Record{})))
-	for i := 0; i < n; i += per {
-		recs[i].Offset = 0
-	}
-	return recs[:0]
 }
 
 // readLoop reads micro-batches until the input is exhausted (--once) or ctx
