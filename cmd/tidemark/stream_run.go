@@ -18,6 +18,9 @@ func runStream(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if c.String("huge-pages") == "auto" && cfg.Once {
+		backHeap() // a backlog run ends: see hugePages
+	}
 	// A person at a terminal gets a live display and a table; a machine (stderr
 	// not a terminal, or --progress given) gets the JSON lines and the
 	// accounting line, byte for byte as before.
