@@ -291,25 +291,8 @@ func TestCheckpointS3(t *testing.T) {
 	}
 
 	// A running stream on S3 holds a lease: the command names its holder.
-	cmd := exec.Command(binary, "stream", "--source", "testdata/example", "--key", "page", "--value", "value", "--window", "10m",
+	cmd, errb := startFollowing(t, env, "stream", "--source", "testdata/example", "--key", "page", "--value", "value", "--window", "10m",
 		"--name", "live", "--lake", s3Lake, "--s3-endpoint", srv.Endpoint)
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(cmd.Environ(), env...)
-	errb := &syncBuffer{}
-	cmd.Stderr = errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(errb.String(), `"batch_id":0`) {
-		if time.Now().After(deadline) {
-			cmd.Process.Signal(syscall.SIGQUIT)
-			cmd.Wait()
-			t.Fatalf("stream did not start:\n%s", errb.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a child process, not a test wait on our own code
-	}
 	live := checkpointJSON(t, env, "--lake", s3Lake, "--s3-endpoint", srv.Endpoint, "--name", "live")
 	host, _ := os.Hostname()
 	if !live.Lock.Held || live.Lock.PID != cmd.Process.Pid || live.Lock.Host != host || live.Lock.Expires == nil {

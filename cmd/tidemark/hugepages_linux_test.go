@@ -121,22 +121,8 @@ func TestHugePagesMode(t *testing.T) {
 // its first committed batch, reads its AnonHugePages and stops it.
 func streamHugeKiB(t *testing.T, flag string) int {
 	t.Helper()
-	cmd := exec.Command(binary, flag, "stream", "--source", "testdata/example", "--key", "page", "--value", "value",
+	cmd, stderr := startFollowing(t, nil, flag, "stream", "--source", "testdata/example", "--key", "page", "--value", "value",
 		"--window", "10m", "--lake", t.TempDir())
-	cmd.Dir = repoRoot(t)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), `"batch_id":0`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the stream committed nothing in 20 s:\n%s", flag, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a child process, not a test wait on our own code
-	}
 	kib, err := anonHugeKiB(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
