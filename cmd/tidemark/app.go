@@ -39,7 +39,7 @@ func newApp() *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile (pprof) of the run to this file", EnvVars: env("cpuprofile")},
 			&cli.StringFlag{Name: "trace", Usage: "write an execution trace (go tool trace) of the run to this file", EnvVars: env("trace")},
-			&cli.StringFlag{Name: "huge-pages", Value: "auto", Usage: "ask Linux to back the first 512 MiB of the heap with transparent huge pages (fewer page faults; THP mode madvise): auto (every command but a following stream, which runs for good), on or off", EnvVars: env("huge-pages")},
+			&cli.StringFlag{Name: "huge-pages", Value: "auto", Usage: "ask Linux to back the first 512 MiB of the heap with transparent huge pages (fewer page faults; THP mode madvise): auto (a following stream takes them back once it has read its backlog), on or off", EnvVars: env("huge-pages")},
 		},
 		Before:    start,
 		After:     stopProfile,
@@ -55,7 +55,7 @@ func newApp() *cli.App {
 // start readies the process for any command: the heap's huge pages, then
 // the profiles asked for.
 func start(c *cli.Context) error {
-	back, err := hugePages(c.String("huge-pages"), c.Args().First() != "stream")
+	back, err := hugePages(c.String("huge-pages"))
 	if err != nil {
 		return err
 	}
@@ -65,23 +65,16 @@ func start(c *cli.Context) error {
 	return startProfile(c)
 }
 
-// hugePages reports whether the process backs its heap with huge pages
-// (backHeap): --huge-pages on or off, or auto for a process that runs to
-// completion. A following stream runs for good, and there huge pages are
-// the wrong trade: with khugepaged's default max_ptes_none a 2 MiB page is
-// put back together from any page the scavenger left, so the memory a
-// backlog once took is never given back (golang/go#64332), and a fault
-// may stall on compaction (golang/go#61718); a batch job's heap ends with
-// it. `stream --once` is a batch job too: runStream backs its heap once its
-// flags are read.
-func hugePages(mode string, finite bool) (bool, error) {
+// hugePages checks --huge-pages and reports whether the process backs its
+// heap with huge pages (backHeap): on and auto do, off does not. They
+// differ for a following stream only, which auto settles once it has read
+// its backlog (settleWhenCaughtUp).
+func hugePages(mode string) (bool, error) {
 	switch mode {
-	case "on":
+	case "on", "auto":
 		return true, nil
 	case "off":
 		return false, nil
-	case "auto":
-		return finite, nil
 	}
 	return false, fmt.Errorf("--huge-pages %q: want auto, on or off", mode)
 }

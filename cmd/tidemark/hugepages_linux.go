@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,7 +15,12 @@ import (
 // it, and address space that is never touched costs nothing.
 const hugeHeapBytes = 512 << 20
 
-var backHeapOnce sync.Once
+// heapAdvice is the range backHeap advised, for settleHeap.
+var heapAdvice struct {
+	sync.Mutex
+	base, n uintptr
+	backed  bool
+}
 
 // backHeap asks Linux to back the Go heap's first hugeHeapBytes of address
 // space with transparent huge pages (madvise MADV_HUGEPAGE), once per
@@ -31,10 +37,35 @@ var backHeapOnce sync.Once
 // nothing, and a refused advice (EINVAL without THP) is only a run with
 // small pages, as without the flag.
 func backHeap() {
-	backHeapOnce.Do(func() {
-		b := make([]byte, hugeHeapBytes)
-		_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
-		runtime.KeepAlive(b)
-		debug.FreeOSMemory()
-	})
+	heapAdvice.Lock()
+	defer heapAdvice.Unlock()
+	if heapAdvice.backed {
+		return
+	}
+	heapAdvice.backed = true
+	b := make([]byte, hugeHeapBytes)
+	if unix.Madvise(b, unix.MADV_HUGEPAGE) == nil {
+		heapAdvice.base, heapAdvice.n = uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b))
+	}
+	runtime.KeepAlive(b)
+	debug.FreeOSMemory()
+}
+
+// settleHeap takes backHeap's advice back (MADV_NOHUGEPAGE) for a process
+// that goes on running once its backlog is read: from then on the heap's
+// new memory comes in 4 KiB pages again, and khugepaged does not rebuild
+// 2 MiB pages around what the Go scavenger gives back (with the kernel's
+// default max_ptes_none it would, and the memory a backlog once took would
+// never be returned: golang/go#64332). The huge pages already in use stay
+// until the scavenger releases parts of them.
+func settleHeap() {
+	heapAdvice.Lock()
+	defer heapAdvice.Unlock()
+	if heapAdvice.n == 0 {
+		return
+	}
+	// The range is the heap's, not a Go object any more: a uintptr, as
+	// madvise takes it.
+	unix.Syscall(unix.SYS_MADVISE, heapAdvice.base, heapAdvice.n, unix.MADV_NOHUGEPAGE)
+	heapAdvice.n = 0
 }

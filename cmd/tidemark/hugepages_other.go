@@ -2,6 +2,8 @@
 
 package main
 
-// backHeap is Linux's transparent huge pages; elsewhere there is nothing to
-// ask for.
+// backHeap and settleHeap are Linux's transparent huge pages; elsewhere
+// there is nothing to ask for.
 func backHeap() {}
+
+func settleHeap() {}
