@@ -27,7 +27,7 @@ var heapAdvice struct {
 // process. The Go runtime maps its heap in small 4 KiB pages unless the
 // kernel's THP mode is "always", and on a virtual machine a first touch of
 // each page is a fault that costs 10-15 µs: a 1M-event backlog's ~200 MiB
-// were 0.6-0.8 of its 1.7 CPU-seconds. A huge page is one fault per 2 MiB.
+// were 0.6-0.8 of its ~2.1 CPU-seconds. A huge page is one fault per 2 MiB.
 //
 // The runtime has no setting for this, so backHeap grows the heap by one
 // allocation it never touches (memory fresh from the kernel needs no
@@ -65,7 +65,7 @@ func settleHeap() {
 		return
 	}
 	// The range is the heap's, not a Go object any more: a uintptr, as
-	// madvise takes it.
+	// madvise takes it. A kernel that took MADV_HUGEPAGE takes this too.
 	unix.Syscall(unix.SYS_MADVISE, heapAdvice.base, heapAdvice.n, unix.MADV_NOHUGEPAGE)
 	heapAdvice.n = 0
 }
