@@ -59,14 +59,13 @@ func start(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if back {
-		backHeap()
-	}
+	backHeap(back)
 	return startProfile(c)
 }
 
-// hugePages checks --huge-pages and reports whether the process backs its
-// heap with huge pages (backHeap): on and auto do, off does not. They
+// hugePages checks --huge-pages and reports whether the process advises
+// its heap reservation (reserveHeap, backHeap): on and auto do, off does
+// not. They
 // differ for a following stream only, which auto settles once it has read
 // its backlog (settleWhenCaughtUp).
 func hugePages(mode string) (bool, error) {

@@ -1,54 +1,80 @@
 package main
 
 import (
-	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// hugeHeapBytes is how much of the Go heap's address space backHeap asks
-// the kernel to back with transparent huge pages: the heap of a stream
-// under the default --memory-limit (320 MiB plus twice the state) stays in
-// it, and address space that is never touched costs nothing.
+// hugeHeapBytes is how much of the Go heap's address space is asked to be
+// backed with transparent huge pages: the heap of a stream under the
+// default --memory-limit (320 MiB plus twice the state) stays in it, and
+// address space that is never touched costs nothing.
 const hugeHeapBytes = 512 << 20
 
-// heapAdvice is the range backHeap advised, for settleHeap.
+// heapAdvice is the process's huge-page state: reserveHeap's allocation
+// until backHeap lets it go, and the range backHeap advised, for
+// settleHeap.
 var heapAdvice struct {
 	sync.Mutex
-	base, n uintptr
-	backed  bool
+	reserved  []byte
+	gcPercent int // the GC's setting before reserveHeap turned it off
+	base, n   uintptr
 }
 
-// backHeap asks Linux to back the Go heap's first hugeHeapBytes of address
-// space with transparent huge pages (madvise MADV_HUGEPAGE), once per
-// process. The Go runtime maps its heap in small 4 KiB pages unless the
-// kernel's THP mode is "always", and on a virtual machine a first touch of
-// each page is a fault that costs 10-15 µs: a 1M-event backlog's ~200 MiB
-// were 0.6-0.8 of its ~2.1 CPU-seconds. A huge page is one fault per 2 MiB.
+// reserveHeap, first thing in main, grows the Go heap by one allocation of
+// hugeHeapBytes that nothing touches, for backHeap to advise. The Go runtime
+// maps its heap in small 4 KiB pages unless the kernel's THP mode is
+// "always", and on a virtual machine a first touch of each page is a fault
+// that costs 10-15 µs: a 1M-event backlog's ~200 MiB were 0.6-0.8 of its
+// ~2.1 CPU-seconds. A huge page is one fault per 2 MiB. The runtime has no
+// setting for this; an allocation's range can be advised instead, and the
+// advice stays with the mapping when the allocation is let go, the heap
+// reusing the range from its lowest addresses.
 //
-// The runtime has no setting for this, so backHeap grows the heap by one
-// allocation it never touches (memory fresh from the kernel needs no
-// zeroing), advises that range and gives it back: the advice stays with
-// the mapping, and the allocations that follow reuse the range, lowest
-// addresses first. With THP "never" (or no THP in the kernel) it changes
-// nothing, and a refused advice (EINVAL without THP) is only a run with
-// small pages, as without the flag.
-func backHeap() {
-	heapAdvice.Lock()
-	defer heapAdvice.Unlock()
-	if heapAdvice.backed {
+// The allocation must be fresh from the kernel: the runtime zeroes one
+// that starts in memory used before (a freed span at the top of the heap),
+// and zeroing 512 MiB in 4 KiB pages took 1.5 s and left 548 MB resident
+// (GOGC=50, one start in four). Memory is used and freed only once a
+// collection has run, so reserveHeap does nothing after the first one
+// (with GOGC below ~60 one runs before main; no huge pages then). The
+// GC stays off until backHeap: a collection that found the reservation
+// live would size the heap for it (the runtime then puts its own metadata
+// in huge pages too, past a 1 GiB heap goal).
+func reserveHeap() {
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(cycles)
+	if cycles[0].Value.Kind() != metrics.KindUint64 || cycles[0].Value.Uint64() != 0 {
 		return
 	}
-	heapAdvice.backed = true
-	b := make([]byte, hugeHeapBytes)
-	if unix.Madvise(b, unix.MADV_HUGEPAGE) == nil {
+	heapAdvice.Lock()
+	defer heapAdvice.Unlock()
+	heapAdvice.gcPercent = debug.SetGCPercent(-1)
+	heapAdvice.reserved = make([]byte, hugeHeapBytes)
+}
+
+// backHeap asks Linux to back the reserved range with transparent huge
+// pages (madvise MADV_HUGEPAGE) when advise is set, and gives the
+// reservation back either way (debug.FreeOSMemory: its pages were never
+// touched), the GC's setting restored. With THP "never" (or no THP in the kernel) the advice changes
+// nothing, and a refused one (EINVAL without THP) is only a run with small
+// pages, as without the flag.
+func backHeap(advise bool) {
+	heapAdvice.Lock()
+	defer heapAdvice.Unlock()
+	b := heapAdvice.reserved
+	if b == nil {
+		return
+	}
+	heapAdvice.reserved = nil
+	if advise && unix.Madvise(b, unix.MADV_HUGEPAGE) == nil {
 		heapAdvice.base, heapAdvice.n = uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b))
 	}
-	runtime.KeepAlive(b)
-	debug.FreeOSMemory()
+	debug.SetGCPercent(heapAdvice.gcPercent)
+	debug.FreeOSMemory() // b is not used past the advice: this collection frees it
 }
 
 // settleHeap takes backHeap's advice back (MADV_NOHUGEPAGE) for a process

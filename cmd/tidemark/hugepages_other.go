@@ -2,8 +2,10 @@
 
 package main
 
-// backHeap and settleHeap are Linux's transparent huge pages; elsewhere
-// there is nothing to ask for.
-func backHeap() {}
+// reserveHeap, backHeap and settleHeap are Linux's transparent huge pages;
+// elsewhere there is nothing to ask for.
+func reserveHeap() {}
+
+func backHeap(advise bool) {}
 
 func settleHeap() {}

@@ -14,6 +14,7 @@ import (
 )
 
 func main() {
+	reserveHeap() // before anything else allocates: see reserveHeap
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp().RunContext(ctx, os.Args)
 	stop()
