@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
 	"strings"
@@ -52,14 +53,25 @@ func newApp() *cli.App {
 	}
 }
 
-// start readies the process for any command: the heap's huge pages, then
-// the profiles asked for.
+// gcPercent is the GC's setting (GOGC) a process runs with when GOGC is
+// not set: the heap grows to 1.7 times what is live before a collection,
+// not twice. On the 1M-event bench it took peak RSS from 206 to 183 MiB
+// (1,000 keys) and 227 to 202 MiB (100,000 keys), in the same or less time
+// (0.725 / 0.70 s, 1.29 / 1.18 s; 50 saved more memory, 167 MiB, but
+// collects a large state twice as often as the default).
+const gcPercent = 70
+
+// start readies the process for any command: the heap's huge pages, the
+// GC's setting, then the profiles asked for.
 func start(c *cli.Context) error {
 	back, err := hugePages(c.String("huge-pages"))
 	if err != nil {
 		return err
 	}
 	backHeap(back)
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
 	return startProfile(c)
 }
 

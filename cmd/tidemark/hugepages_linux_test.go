@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,14 +30,7 @@ func TestStreamHeapHugePages(t *testing.T) {
 		t.Skipf("THP mode is not madvise here (%s): the advice makes no difference to see", mode)
 	}
 
-	in := t.TempDir()
-	var lines strings.Builder
-	for i := range 200_000 {
-		fmt.Fprintf(&lines, `{"event_time":"2026-01-01T00:%02d:%02d.%03dZ","page":"/p%d","value":%d}`+"\n", i/60000%60, i/1000%60, i%1000, i%500, i%1000)
-	}
-	if err := os.WriteFile(filepath.Join(in, "events.ndjson"), []byte(lines.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	in := backlog(t, 200_000)
 	for _, c := range []struct {
 		flag, env string
 		huge      bool
