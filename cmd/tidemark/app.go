@@ -77,9 +77,8 @@ func start(c *cli.Context) error {
 
 // hugePages checks --huge-pages and reports whether the process advises
 // its heap reservation (reserveHeap, backHeap): on and auto do, off does
-// not. They
-// differ for a following stream only, which auto settles once it has read
-// its backlog (settleWhenCaughtUp).
+// not. They differ for a following stream only, which auto settles once it
+// has read its backlog (settleWhenCaughtUp).
 func hugePages(mode string) (bool, error) {
 	switch mode {
 	case "on", "auto":

@@ -43,8 +43,12 @@ var heapAdvice struct {
 // (with GOGC below ~60 one runs before main; no huge pages then). The
 // GC stays off until backHeap: a collection that found the reservation
 // live would size the heap for it (the runtime then puts its own metadata
-// in huge pages too, past a 1 GiB heap goal).
+// in huge pages too, past a 1 GiB heap goal). A 32-bit process has no
+// room for the reservation and goes without.
 func reserveHeap() {
+	if unsafe.Sizeof(uintptr(0)) < 8 {
+		return
+	}
 	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(cycles)
 	if cycles[0].Value.Kind() != metrics.KindUint64 || cycles[0].Value.Uint64() != 0 {
@@ -59,9 +63,9 @@ func reserveHeap() {
 // backHeap asks Linux to back the reserved range with transparent huge
 // pages (madvise MADV_HUGEPAGE) when advise is set, and gives the
 // reservation back either way (debug.FreeOSMemory: its pages were never
-// touched), the GC's setting restored. With THP "never" (or no THP in the kernel) the advice changes
-// nothing, and a refused one (EINVAL without THP) is only a run with small
-// pages, as without the flag.
+// touched), the GC's setting restored. With THP "never" (or no THP in the
+// kernel) the advice changes nothing, and a refused one (EINVAL without
+// THP) is only a run with small pages, as without the flag.
 func backHeap(advise bool) {
 	heapAdvice.Lock()
 	defer heapAdvice.Unlock()
