@@ -366,7 +366,6 @@ func (d *DirSource) Close() error {
 		return nil
 	}
 	d.closed = true
-	d.pool.drop()
 	var errs []error
 	for _, st := range d.files {
 		errs = append(errs, st.close())
@@ -456,31 +455,21 @@ func (d *DirSource) Recycle(mark uint64) { d.pool.recycle(mark) }
 // compressed file counts as maxRecords.
 func (d *DirSource) expect(maxRecords int) int {
 	const minLine = 64 // bytes; shorter lines only cost a regrowth
-	unread, compressed := d.unreadBytes(int64(maxRecords) * minLine)
-	if compressed {
-		return maxRecords
-	}
-	return int(min(unread/minLine, int64(maxRecords)))
-}
-
-// unreadBytes adds up the unread bytes of the files at their last stat, in
-// path order, until the sum reaches enough or a compressed file (whose
-// unread bytes are not known by its size) comes.
-func (d *DirSource) unreadBytes(enough int64) (total int64, compressed bool) {
+	var unread int64
 	for _, rel := range d.order {
 		st := d.files[rel]
 		if d.finished(st) {
 			continue
 		}
 		if st.compressed {
-			return total, true
+			return maxRecords
 		}
-		total += max(0, st.end()-st.pos.Offset)
-		if total >= enough {
-			break
+		unread += max(0, st.end()-st.pos.Offset)
+		if unread/minLine >= int64(maxRecords) {
+			return maxRecords
 		}
 	}
-	return total, false
+	return int(unread / minLine)
 }
 
 // readFile appends up to max records of one file, the one at index idx of
@@ -597,25 +586,19 @@ func (d *DirSource) openReader(st *fileState) error {
 	st.r = newLineReader(src, st.pos.Offset, final, d.cfg.Format, d.cfg.MaxLineBytes)
 	st.r.stable = true
 	st.r.pool = &d.pool
-	st.r.size = d.bufferSize()
-	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
-		return st.csvFrom(&d.cfg.DecoderConfig)
-	}
-	return nil
-}
-
-// bufferSize is the size of a file's read buffers.
-func (d *DirSource) bufferSize() int {
-	size := tailBuffer // tailing: files are reopened as they grow
+	st.r.size = tailBuffer // tailing: files are reopened as they grow
 	if d.cfg.Once {
-		size = onceBuffer
+		st.r.size = onceBuffer
 	}
 	if n := len(d.files); n > 8 {
 		// Aligned reading keeps every file with data open at once: share
 		// 8 MiB of read buffers among them.
-		size = max(16<<10, min(size, (8<<20)/n))
+		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
 	}
-	return size
+	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
+		return st.csvFrom(&d.cfg.DecoderConfig)
+	}
+	return nil
 }
 
 // The read buffer sizes of a file (variables so a test can use small ones).

@@ -81,55 +81,33 @@ func (r *runner) startProgress() {
 	t := r.tracker()
 	t.files = map[fileKey]*fileProgress{}
 	for _, s := range r.sources {
-		inputs, ok := pending(s)
+		sz, ok := s.(ingest.Sizer)
 		if !ok {
 			t.files = nil
 			return
 		}
-		for _, in := range inputs {
-			t.files[fileKey{s.Name(), in.path}] = &in.fileProgress
-			t.start.Bytes += in.size - in.at
+		at := map[string]ingest.FilePosition{}
+		for _, f := range s.Position().Files {
+			at[f.Path] = f
+		}
+		for _, f := range sz.Sizes() {
+			pos, ok := at[f.Path]
+			if !ok || pos.Done || !f.Compressed && pos.Offset >= f.Size {
+				continue
+			}
+			fp := &fileProgress{size: f.Size, compressed: f.Compressed}
+			if !f.Compressed {
+				fp.at = pos.Offset
+			}
+			t.files[fileKey{s.Name(), f.Path}] = fp
+			t.start.Bytes += f.Size - fp.at
 			t.start.Files++
-			if in.compressed {
+			if f.Compressed {
 				t.compressed++
 			}
 		}
 	}
 	t.start.Known = true
-}
-
-// pendingInput is an input of a source with bytes not read yet: its size
-// and how far it is read (0 for a compressed one, whose offsets are
-// decompressed).
-type pendingInput struct {
-	path string
-	fileProgress
-}
-
-// pending lists the inputs of s with bytes not read yet (false: s cannot
-// tell its sizes).
-func pending(s ingest.Source) ([]pendingInput, bool) {
-	sz, ok := s.(ingest.Sizer)
-	if !ok {
-		return nil, false
-	}
-	at := map[string]ingest.FilePosition{}
-	for _, f := range s.Position().Files {
-		at[f.Path] = f
-	}
-	var out []pendingInput
-	for _, f := range sz.Sizes() {
-		pos, ok := at[f.Path]
-		if !ok || pos.Done || !f.Compressed && pos.Offset >= f.Size {
-			continue
-		}
-		in := pendingInput{path: f.Path, fileProgress: fileProgress{size: f.Size, compressed: f.Compressed}}
-		if !f.Compressed {
-			in.at = pos.Offset
-		}
-		out = append(out, in)
-	}
-	return out, true
 }
 
 // advance moves the backlog over the batch's records. A record's raw end

@@ -1,37 +1,18 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 )
-
-// backlog writes a directory with one NDJSON file of n events (500 pages,
-// a minute of event time per 60,000) for a --once run.
-func backlog(t *testing.T, n int) string {
-	t.Helper()
-	in := t.TempDir()
-	var lines strings.Builder
-	for i := range n {
-		fmt.Fprintf(&lines, `{"event_time":"2026-01-01T00:%02d:%02d.%03dZ","page":"/p%d","value":%d}`+"\n", i/60000%60, i/1000%60, i%1000, i%500, i%1000)
-	}
-	if err := os.WriteFile(filepath.Join(in, "events.ndjson"), []byte(lines.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return in
-}
 
 // The binary runs with GOGC 70 unless GOGC is set: read from the GC's own
 // trace (GODEBUG=gctrace=1) of a --once run, each collection's heap goal
 // over the live heap it found is 1.7, and 2 with GOGC=100.
 func TestDefaultGOGC(t *testing.T) {
-	in := backlog(t, 500_000)
+	in := backlogInput(t, 500_000)
 	for _, c := range []struct {
 		env  []string
 		want float64

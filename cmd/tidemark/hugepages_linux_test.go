@@ -30,7 +30,7 @@ func TestStreamHeapHugePages(t *testing.T) {
 		t.Skipf("THP mode is not madvise here (%s): the advice makes no difference to see", mode)
 	}
 
-	in := backlog(t, 200_000)
+	in := backlogInput(t, 200_000)
 	for _, c := range []struct {
 		flag, env string
 		huge      bool

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // binary is the tidemark binary built once for the end-to-end tests.
@@ -79,4 +80,28 @@ func lastLine(s string) string {
 		return ""
 	}
 	return l[len(l)-1]
+}
+
+// backlogInput writes n events (a second apart, 7 pages) over two files,
+// with a malformed line every 97th, for a --once run of several batches.
+func backlogInput(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var files [2]strings.Builder
+	for i := range n {
+		b := &files[i*2/n]
+		if i%97 == 96 {
+			b.WriteString("not json\n")
+			continue
+		}
+		fmt.Fprintf(b, `{"event_time":%q,"arrival_time":%q,"page":"/p%d","value":%d}`+"\n",
+			base.Add(time.Duration(i)*time.Second).Format(time.RFC3339), base.Add(time.Duration(i+1)*time.Second).Format(time.RFC3339), i%7, i%10)
+	}
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.ndjson", i)), []byte(files[i].String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

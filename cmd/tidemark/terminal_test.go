@@ -14,30 +14,6 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite cmd/tidemark/testdata golden files")
 
-// ttyInput writes n events over two files, with a malformed line every
-// 97th, for a --once run of several batches.
-func ttyInput(t *testing.T, n int) string {
-	t.Helper()
-	dir := t.TempDir()
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var files [2]strings.Builder
-	for i := range n {
-		b := &files[i*2/n]
-		if i%97 == 96 {
-			b.WriteString("not json\n")
-			continue
-		}
-		fmt.Fprintf(b, `{"event_time":%q,"arrival_time":%q,"page":"/p%d","value":%d}`+"\n",
-			base.Add(time.Duration(i)*time.Second).Format(time.RFC3339), base.Add(time.Duration(i+1)*time.Second).Format(time.RFC3339), i%7, i%10)
-	}
-	for i := range files {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.ndjson", i)), []byte(files[i].String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func ttyStreamArgs(in, lakeDir string) []string {
 	return []string{"stream", "--source", in, "--key", "page", "--value", "value", "--arrival-field", "arrival_time",
 		"--window", "1m", "--lateness", "10s", "--max-batch-rows", "250", "--once", "--drain", "--lake", lakeDir}
@@ -100,7 +76,7 @@ func inTerminal(t *testing.T, args ...string) (raw, screen string) {
 // On a terminal, a --once run shows the bar (with lines/s, ETA, counts and
 // watermark), no JSON progress line, and ends with the table.
 func TestStreamTerminalDisplay(t *testing.T) {
-	in := ttyInput(t, 3000)
+	in := backlogInput(t, 3000)
 	raw, screen := inTerminal(t, ttyStreamArgs(in, t.TempDir())...)
 	for _, want := range []string{"reading", "% |", "KiB", "lines/s", "ok ", "quarantined", "watermark 2026-01-01T"} {
 		if !strings.Contains(raw, want) {
@@ -157,7 +133,7 @@ func TestStreamStderrFileUnchanged(t *testing.T) {
 	if b := os.Getenv("TIDEMARK_GOLDEN_BINARY"); b != "" && *updateGolden {
 		bin = b
 	}
-	in, lakeDir := ttyInput(t, 3000), t.TempDir()
+	in, lakeDir := backlogInput(t, 3000), t.TempDir()
 	errPath := filepath.Join(t.TempDir(), "stderr")
 	f, err := os.Create(errPath)
 	if err != nil {
@@ -271,7 +247,7 @@ func TestStreamTerminalContinuous(t *testing.T) {
 // With --progress FILE the terminal gets no display: the JSON lines go to
 // the file exactly as before, and stderr ends with the accounting line.
 func TestStreamTerminalWithProgressFile(t *testing.T) {
-	in, lakeDir := ttyInput(t, 3000), t.TempDir()
+	in, lakeDir := backlogInput(t, 3000), t.TempDir()
 	progress := filepath.Join(t.TempDir(), "progress.ndjson")
 	raw, _ := inTerminal(t, append(ttyStreamArgs(in, lakeDir), "--progress", progress, "--log-level", "warn")...)
 	if strings.Contains(raw, "% |") || strings.Contains(raw, "\x1b[2K") || strings.Contains(raw, "tidemark stream: 13 batches") {
