@@ -42,6 +42,7 @@ func TestContract(t *testing.T) {
 		}
 		name := fmt.Sprintf("%d/size=%ds,slide=%ds,lateness=%ds,rule=%s,mode=%s", it, size/second, slide/second, int64(cfg.Lateness/time.Second), cfg.LateRule, cfg.OutputMode)
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // its own engine, lake and rng; the runs wait mostly on fsync
 			eng, err := stream.New(cfg, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -147,7 +147,11 @@ func TestThreeStreamsOneLake(t *testing.T) {
 	spec := tidemark.WindowSpec{Size: int64(time.Minute / time.Microsecond)}
 	tl := newTestLake(t, spec)
 	rng := rand.New(rand.NewPCG(17, 3))
-	hosts := hostEvents(rng, 3, 20000, 234*time.Minute, 20*time.Second, 1)
+	perHost := 20000
+	if testing.Short() {
+		perHost = 5000 // the same three-way race over fewer events
+	}
+	hosts := hostEvents(rng, 3, perHost, time.Duration(perHost)*234*time.Minute/20000, 20*time.Second, 1)
 	var all []tidemark.Record
 	var shards []*shardRun
 	for h, recs := range hosts {
@@ -156,8 +160,8 @@ func TestThreeStreamsOneLake(t *testing.T) {
 	}
 	runConcurrently(t, shards)
 	sum, rows := sumCount(t, tl.lk)
-	if sum != 60000 {
-		t.Errorf("window_results sum(count) = %d over %d windows, want 60000", sum, rows)
+	if sum != int64(3*perHost) {
+		t.Errorf("window_results sum(count) = %d over %d windows, want %d", sum, rows, 3*perHost)
 	}
 	tl.reconcile(t, reconcile.Config{})
 	w, _, err := tl.lk.ShardWatermark(ctx)
@@ -175,10 +179,19 @@ func TestThreeStreamsOneLake(t *testing.T) {
 // appears once; after the drain sum(count) equals the rows the streams
 // accepted (status ok); after a plain reconcile every closed window equals
 // the batch recomputation over all shards' raw_events.
+//
+// The seeds run in parallel (each its own lake): the runs wait mostly on
+// fsync, so two at a time take little more wall time than one. The fast
+// tier (-short) runs two seeds of the six, both ways.
 func TestShardsProperty(t *testing.T) {
-	for seed := range uint64(6) {
+	seeds := uint64(6)
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
 		for _, concurrent := range []bool{false, true} {
 			t.Run(fmt.Sprintf("seed%d/concurrent=%v", seed, concurrent), func(t *testing.T) {
+				t.Parallel()
 				st, err := store.OpenDir(t.TempDir())
 				if err != nil {
 					t.Fatal(err)
@@ -195,6 +208,7 @@ func TestShardsPropertyS3(t *testing.T) {
 	for seed := range uint64(2) {
 		for _, concurrent := range []bool{false, true} {
 			t.Run(fmt.Sprintf("seed%d/concurrent=%v", seed, concurrent), func(t *testing.T) {
+				t.Parallel() // each its own bucket
 				st, err := store.OpenS3(t.Context(), srv.Bucket(t), "lake", store.S3Config{
 					Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
 				})

@@ -44,6 +44,7 @@ func TestSessionRunnerRestart(t *testing.T) {
 	}
 	for _, rule := range []LateRule{LateWindow, LateEvent} {
 		t.Run(rule.String(), func(t *testing.T) {
+			t.Parallel() // its own lakes; the input is only read
 			// run runs the stream on lakeDir until the input ends or, with
 			// stopAfter > 0, until the first batch from the stopAfter-th on
 			// whose state is a changelog is committed: the restart then

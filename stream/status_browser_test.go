@@ -56,6 +56,9 @@ func runChromium(t *testing.T, bin, url string, extra ...string) []byte {
 // the figures are those of the last progress line; it saves a screenshot
 // (with -update-screenshot into docs/, for the README).
 func TestStatusPageInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full tier: runs a stream and headless Chromium")
+	}
 	bin := chromium(t)
 	addr, log, stop := statusStream(t)
 	defer stop()

@@ -106,6 +106,7 @@ func TestCheckpointRunning(t *testing.T) {
 	if err := os.WriteFile(path, []byte(line(1)+line(2)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	needBinary(t)
 	cmd := exec.Command(binary, "stream", "--source", in, "--key", "page", "--window", "10s", "--lake", lakeDir, "--rescan-interval", "100ms")
 	errb := &syncBuffer{}
 	cmd.Stderr = errb
@@ -156,6 +157,7 @@ var batchFile = regexp.MustCompile(`^(\d{20})\.json$`)
 // record and before its commit record: the command shows the batch as
 // pending, and after a restart it is committed.
 func TestCheckpointCrashed(t *testing.T) {
+	needBinary(t)
 	in, lakeDir := t.TempDir(), t.TempDir()
 	var b strings.Builder
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -221,6 +223,7 @@ func killAfterWriteAhead(t *testing.T, ck string, args []string) int64 {
 	if err := w.Add(filepath.Join(ck, "offsets")); err != nil {
 		t.Fatal(err)
 	}
+	needBinary(t)
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = repoRoot(t)
 	if err := cmd.Start(); err != nil {

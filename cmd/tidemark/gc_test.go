@@ -12,6 +12,7 @@ import (
 // trace (GODEBUG=gctrace=1) of a --once run, each collection's heap goal
 // over the live heap it found is 1.7, and 2 with GOGC=100.
 func TestDefaultGOGC(t *testing.T) {
+	needBinary(t) // the Go runtime's behaviour in the binary: full tier
 	in := backlogInput(t, 500_000)
 	for _, c := range []struct {
 		env  []string

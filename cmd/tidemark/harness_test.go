@@ -149,6 +149,7 @@ func killLoop(t *testing.T, runs int, args, env []string, rng *rand.Rand, minDel
 		if before != nil {
 			before(i)
 		}
+		needBinary(t)
 		cmd := exec.Command(binary, args...)
 		cmd.Env = append(cmd.Environ(), env...)
 		var stderr strings.Builder

@@ -21,6 +21,7 @@ import (
 // its first batch into huge pages and then took the advice back (no "hg")
 // as that batch came short of full.
 func TestStreamHeapHugePages(t *testing.T) {
+	needBinary(t) // the kernel's and the runtime's behaviour in the binary: full tier
 	enabled, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil {
 		t.Skipf("no transparent huge pages in this kernel: %v", err)
@@ -97,6 +98,7 @@ func TestHugePagesMode(t *testing.T) {
 // AnonHugePages seen while it ran (polled until it exits).
 func onceHugeKiB(t *testing.T, flag, env, in string) int {
 	t.Helper()
+	needBinary(t)
 	cmd := exec.Command(binary, flag, "stream", "--source", in, "--key", "page", "--value", "value",
 		"--window", "1m", "--lake", t.TempDir(), "--once", "--drain")
 	if env != "" {

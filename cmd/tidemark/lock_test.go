@@ -35,6 +35,7 @@ func (b *syncBuffer) String() string {
 // a stream that does not get there is sent SIGQUIT, for its stacks.
 func startFollowing(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
+	needBinary(t)
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cmd.Environ(), env...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,10 +12,18 @@ import (
 	"time"
 )
 
-// binary is the tidemark binary built once for the end-to-end tests.
+// binary is the tidemark binary built once for the end-to-end tests; empty
+// under -short (the fast tier), where every test that runs it skips
+// (needBinary).
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The fast tier builds no binary: the tests that exec it are the
+		// full tier's (go test without -short, scripts/test.sh).
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "tidemark-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -32,6 +41,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// needBinary skips a test of the built binary in the fast tier (-short),
+// where TestMain builds none.
+func needBinary(t testing.TB) {
+	t.Helper()
+	if binary == "" {
+		t.Skip("full tier: runs the built binary (go test without -short)")
+	}
+}
+
 // run executes the built binary and returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
@@ -41,6 +59,7 @@ func run(t *testing.T, args ...string) (string, string, int) {
 // runEnv is run with extra environment variables.
 func runEnv(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	needBinary(t)
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(cmd.Environ(), env...)

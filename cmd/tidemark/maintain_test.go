@@ -66,6 +66,7 @@ func maintainWhileStreaming(t *testing.T, lakeURL string, env, flags []string) {
 	var streams []*exec.Cmd
 	var streamErrs []*strings.Builder
 	for _, n := range names {
+		needBinary(t)
 		cmd := exec.Command(binary, streamArgs(n[0], n[1])...)
 		cmd.Env = append(cmd.Environ(), env...)
 		var errb strings.Builder

@@ -15,6 +15,7 @@ import (
 // non-zero exit.
 func runUmask(t *testing.T, umask fs.FileMode, args ...string) string {
 	t.Helper()
+	needBinary(t)
 	cmd := exec.Command("sh", append([]string{"-c", fmt.Sprintf(`umask %03o && exec "$0" "$@"`, umask), binary}, args...)...)
 	cmd.Dir = repoRoot(t)
 	var out, errb bytes.Buffer
@@ -32,6 +33,8 @@ func runUmask(t *testing.T, umask fs.FileMode, args ...string) string {
 // umask, like files cp, Spark or DuckDB write (the issue measured 0600 for
 // every data file, whatever the umask).
 func TestLakeModesFollowUmask(t *testing.T) {
+	needBinary(t)
+	t.Parallel() // waits mostly on fsync, beside the other slow binary tests
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to set a umask")
 	}

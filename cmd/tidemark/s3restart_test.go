@@ -70,6 +70,7 @@ func s3Restart(t *testing.T, outage time.Duration) {
 			"--lake", lakeURL, "--s3-endpoint", srv.Endpoint, "--progress", progress}
 	}
 	lakeURL := "s3://" + bucket + "/lake"
+	needBinary(t)
 	stream := exec.Command(binary, args(lakeURL)...)
 	stream.Env = append(stream.Environ(), env...)
 	var stderr bytes.Buffer

@@ -206,6 +206,7 @@ func streamMetrics(t *testing.T, env []string, endpoint, lakeURL, out string) {
 	t.Helper()
 	addr := closedAddr(t)
 	progress := filepath.Join(out, "live.progress")
+	needBinary(t)
 	cmd := exec.Command(binary, "stream", "--source", "testdata/example", "--key", "page", "--value", "value",
 		"--arrival-field", "arrival_time", "--window", "10m", "--lake", lakeURL, "--s3-endpoint", endpoint,
 		"--metrics-addr", addr, "--progress", progress, "--log-level", "debug", "--print")

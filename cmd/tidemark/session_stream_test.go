@@ -22,6 +22,8 @@ import (
 // session to the stream), logging one reconcile_log row per replaced
 // session; a second reconcile changes nothing.
 func TestSessionStreamWalkthrough(t *testing.T) {
+	needBinary(t)
+	t.Parallel() // waits mostly on fsync, beside the other slow binary tests
 	dir := t.TempDir()
 	first := `{"window_start":"2026-01-01T10:00:00Z","window_end":"2026-01-01T10:08:00Z","user":"u1","count":2,"sum":3,"min":1,"max":2,"final":true}` + "\n"
 	second := `{"window_start":"2026-01-01T10:11:00Z","window_end":"2026-01-01T10:16:00Z","user":"u1","count":1,"sum":3,"min":3,"max":3,"final":true}` + "\n"

@@ -161,6 +161,8 @@ func openTestLakeEnv(t *testing.T, loc string, srv *storetest.Server) *lake.Lake
 // line is in raw_events once and window_results holds each accepted row
 // once (nothing lost, doubled or merged twice).
 func TestShardKill9(t *testing.T) {
+	needBinary(t)
+	t.Parallel() // waits mostly on fsync and kills, beside the other slow binary tests
 	lakeDir := filepath.Join(t.TempDir(), "lake")
 	files, lines := writeHostFiles(t, 2, 3000)
 	args := hostArgs(files, lakeDir, "7")
@@ -175,6 +177,8 @@ func TestShardKill9(t *testing.T) {
 // once, and window_results and the partials both hold every accepted row
 // once.
 func TestShardHandOverKill9(t *testing.T) {
+	needBinary(t)
+	t.Parallel() // waits mostly on fsync and kills, beside the other slow binary tests
 	lakeDir := filepath.Join(t.TempDir(), "lake")
 	files, lines := writeHostFiles(t, 2, 1200)
 	args := hostArgs(files, lakeDir, "10")
@@ -227,6 +231,7 @@ func killBeside(t *testing.T, steady, victim []string, n int, rng *rand.Rand, lo
 	}()
 	kills := 0
 	for range n {
+		needBinary(t)
 		cmd := exec.Command(binary, victim...)
 		cmd.Dir = repoRoot(t)
 		var stderr strings.Builder
@@ -257,6 +262,7 @@ func killBeside(t *testing.T, steady, victim []string, n int, rng *rand.Rand, lo
 // (and so reconcile, through the same lake.Config.ShardIdle) calls idle; a
 // non-positive value is refused by every command that takes it.
 func TestShardIdleFlag(t *testing.T) {
+	needBinary(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	st, err := store.OpenDir(dir)

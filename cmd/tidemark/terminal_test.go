@@ -37,6 +37,7 @@ func inTerminal(t *testing.T, args ...string) (raw, screen string) {
 	for i, a := range args {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
+	needBinary(t)
 	prog := binary + " " + strings.Join(quoted, " ")
 	shell := fmt.Sprintf("script -q -e -c %s %s; tmux -S %s wait-for -S done",
 		"'"+strings.ReplaceAll(prog, "'", `'\''`)+"'", rawPath, sock)
@@ -129,6 +130,7 @@ func maskVolatile(s, lakeDir, in string) string {
 // of the two input files each batch holds, and again when the engine's
 // state_bytes estimate became 68 B a slot (the chunked slot slab).
 func TestStreamStderrFileUnchanged(t *testing.T) {
+	needBinary(t)
 	bin := binary
 	if b := os.Getenv("TIDEMARK_GOLDEN_BINARY"); b != "" && *updateGolden {
 		bin = b
@@ -190,6 +192,7 @@ func TestStreamTerminalContinuous(t *testing.T) {
 		}
 		return string(out)
 	}
+	needBinary(t)
 	prog := fmt.Sprintf("%s stream --source %s --key page --window 10s --lateness 5s --lake %s --rescan-interval 100ms --log-level warn; tmux -S %s wait-for -S done",
 		binary, in, lakeDir, sock)
 	tmux("new-session", "-d", "-x", "200", "-y", "20", prog)
