@@ -259,6 +259,20 @@ func (t *Table) afterCommit(ctx context.Context, v int64, data []byte) {
 	}
 	if err := t.writeCheckpoint(ctx, next); err != nil {
 		t.opts.Logger.Warn("delta checkpoint failed", "table", t.path, "version", v, "error", err)
+		return
+	}
+	ret, err := RetentionOf(next.metadata.Configuration)
+	if err != nil {
+		t.opts.Logger.Warn("delta log cleanup skipped", "table", t.path, "error", err)
+		return
+	}
+	if !ret.CleanupLog {
+		return
+	}
+	if n, err := t.cleanupLog(ctx, ret.Log); err != nil {
+		t.opts.Logger.Warn("delta log cleanup failed", "table", t.path, "deleted", n, "error", err)
+	} else if n > 0 {
+		t.opts.Logger.Debug("delta log cleaned up", "table", t.path, "deleted", n, "retention", ret.Log)
 	}
 }
 
