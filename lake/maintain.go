@@ -295,6 +295,9 @@ func (l *Lake) Vacuum(ctx context.Context, o VacuumOptions) (Report, error) {
 		if err != nil {
 			return rep, fmt.Errorf("vacuum %s: %w", name, err)
 		}
+		if err := snap.Writable(); err != nil {
+			return rep, fmt.Errorf("vacuum %s: %w", name, err)
+		}
 		keep := map[string]bool{}
 		if name == TableReconcileLog {
 			// Log rows a reconcile run wrote but has not committed yet

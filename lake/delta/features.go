@@ -16,8 +16,8 @@ import (
 // Reading (minReaderVersion 3): timestampNtz (tidemark reads only its own
 // columns, none of them TIMESTAMP_NTZ), typeWidening (files with a
 // narrower type read widened, or fail naming the column), and
-// vacuumProtocolCheck (tidemark's vacuum checks the protocol: see
-// CheckVacuum). Anything else (deletionVectors, columnMapping,
+// vacuumProtocolCheck (tidemark's vacuum checks the writer protocol
+// first: see Snapshot.Writable). Anything else (deletionVectors, columnMapping,
 // v2Checkpoint, ...) is refused: reading around it would give wrong rows.
 //
 // Writing: legacy writer versions up to 3 (appendOnly, invariants, CHECK
@@ -176,3 +176,8 @@ func checkConstraints(m *Metadata, tx *Transaction) error {
 	return fmt.Errorf("%w: the table has %s; tidemark does not evaluate constraints, so it refuses to write rows that might break them (drop them with ALTER TABLE ... DROP CONSTRAINT, or write this table with an engine that checks them)",
 		ErrConstraint, strings.Join(names, ", "))
 }
+
+// Writable reports whether this package may write the table at this
+// snapshot (its writer protocol and the features in use); vacuum asks it
+// before deleting anything, as vacuumProtocolCheck requires.
+func (s *Snapshot) Writable() error { return checkWritable(s.Protocol, &s.Metadata) }
