@@ -8,9 +8,14 @@ import (
 	"io"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/format"
+
+	"tidemark"
 
 	"tidemark/lake/delta"
 	"tidemark/lake/store"
@@ -114,7 +119,7 @@ func (fr *fileReader) numRowGroups() int { return len(fr.f.Metadata().RowGroups)
 func (fr *fileReader) int64Range(rg int, name string) (lo, hi int64, ok bool) {
 	lc, found := fr.f.Schema().Lookup(name)
 	if !found || lc.Node.Type().Kind() != parquet.Int64 {
-		return 0, 0, false
+		return 0, 0, false // INT96 statistics are not ordered: none
 	}
 	md := fr.f.Metadata()
 	if rg >= len(md.RowGroups) || lc.ColumnIndex >= len(md.RowGroups[rg].Columns) {
@@ -128,7 +133,9 @@ func (fr *fileReader) int64Range(rg int, name string) (lo, hi int64, ok bool) {
 	if len(minV) != 8 || len(maxV) != 8 {
 		return 0, 0, false
 	}
-	return int64(binary.LittleEndian.Uint64(minV)), int64(binary.LittleEndian.Uint64(maxV)), true
+	b := []int64{int64(binary.LittleEndian.Uint64(minV)), int64(binary.LittleEndian.Uint64(maxV))}
+	toMicros(b, timeUnit(lc.Node.Type())) // microseconds unless a timestamp says otherwise
+	return b[0], b[1], true
 }
 
 // readRowGroup decodes the given columns of row group rg into out (one per
@@ -156,7 +163,8 @@ func (fr *fileReader) readRowGroup(rg int, cols []column, out []colData) (n int,
 			fillZero(d, c.kind, n)
 			continue
 		}
-		if err := checkKind(lc.Node.Type().Kind(), c.kind); err != nil {
+		typ := lc.Node.Type()
+		if err := checkKind(typ.Kind(), c.kind); err != nil {
 			return 0, fmt.Errorf("read %s column %s: %w", fr.key, c.name, err)
 		}
 		if buf == nil {
@@ -169,17 +177,32 @@ func (fr *fileReader) readRowGroup(rg int, cols []column, out []colData) (n int,
 		if got := rowsIn(d, c.kind); got != n {
 			return 0, fmt.Errorf("read %s column %s: %w: %d values for %d rows", fr.key, c.name, errCorrupt, got, n)
 		}
+		if c.kind == kindTimestamp && typ.Kind() == parquet.Int64 {
+			toMicros(d.ints, timeUnit(typ))
+		}
 	}
 	return n, nil
 }
 
+// The physical types a column of each kind may have in a file another
+// engine wrote, as the Parquet format allows them for its Delta type:
+// timestamps as INT64 in milliseconds, microseconds or nanoseconds (by the
+// TIMESTAMP logical type or the legacy TIMESTAMP_MILLIS/MICROS converted
+// type; none means microseconds, as Delta writes them) or as INT96 (Spark's
+// default before TIMESTAMP_MICROS: nanoseconds of the day and a Julian
+// day); long also from INT32 (int, short, byte, as type widening leaves
+// older files); double also from FLOAT. Values are converted to tidemark's
+// (µs, int64, float64) as they are read; nanoseconds are floored to the
+// microsecond.
 func checkKind(k parquet.Kind, want kind) error {
 	ok := false
 	switch want {
-	case kindTimestamp, kindLong:
-		ok = k == parquet.Int64
+	case kindTimestamp:
+		ok = k == parquet.Int64 || k == parquet.Int96
+	case kindLong:
+		ok = k == parquet.Int64 || k == parquet.Int32
 	case kindDouble:
-		ok = k == parquet.Double
+		ok = k == parquet.Double || k == parquet.Float
 	case kindBool:
 		ok = k == parquet.Boolean
 	case kindString, kindBinary:
@@ -189,6 +212,44 @@ func checkKind(k parquet.Kind, want kind) error {
 		return fmt.Errorf("physical type %s, want %s", k, want.deltaType())
 	}
 	return nil
+}
+
+// timeUnit returns the unit of an INT64 timestamp column.
+func timeUnit(t parquet.Type) time.Duration {
+	if lt := t.LogicalType(); lt != nil {
+		if ts, ok := lt.Value.(*format.TimestampType); ok && ts.Unit.Value != nil {
+			return ts.Unit.Value.Duration()
+		}
+	}
+	if ct := t.ConvertedType(); ct != nil && *ct == deprecated.TimestampMillis {
+		return time.Millisecond
+	}
+	return time.Microsecond
+}
+
+// toMicros converts INT64 timestamps of unit to microseconds in place.
+func toMicros(v []int64, unit time.Duration) {
+	switch unit {
+	case time.Millisecond:
+		for i := range v {
+			v[i] *= 1000
+		}
+	case time.Nanosecond:
+		for i := range v {
+			v[i] = tidemark.FloorDiv(v[i], 1000)
+		}
+	}
+}
+
+// julianUnixEpoch is the Julian day number of 1970-01-01.
+const julianUnixEpoch = 2440588
+
+// int96Micros converts an INT96 timestamp (nanoseconds of the day in the
+// first 8 bytes, little endian, then the Julian day) to µs since the epoch.
+func int96Micros(v deprecated.Int96) int64 {
+	nanos := int64(uint64(v[1])<<32 | uint64(v[0]))
+	day := int64(int32(v[2]))
+	return (day-julianUnixEpoch)*tidemark.MicrosPerDay + tidemark.FloorDiv(nanos, 1000)
 }
 
 func rowsIn(d *colData, k kind) int {
@@ -470,15 +531,23 @@ func (cr *chunkReader) values(page parquet.Page) error {
 			d.null = append(d.null, null)
 			switch cr.k {
 			case kindTimestamp, kindLong:
-				if null {
+				switch {
+				case null:
 					d.ints = append(d.ints, 0)
-				} else {
+				case v.Kind() == parquet.Int96:
+					d.ints = append(d.ints, int96Micros(v.Int96()))
+				case v.Kind() == parquet.Int32:
+					d.ints = append(d.ints, int64(v.Int32()))
+				default:
 					d.ints = append(d.ints, v.Int64())
 				}
 			case kindDouble:
-				if null {
+				switch {
+				case null:
 					d.floats = append(d.floats, math.NaN())
-				} else {
+				case v.Kind() == parquet.Float:
+					d.floats = append(d.floats, float64(v.Float()))
+				default:
 					d.floats = append(d.floats, v.Double())
 				}
 			case kindBool:

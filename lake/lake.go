@@ -186,12 +186,23 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	var rememberedBy string
 	var recorded map[string]string // raw_events' configuration
 	var missing []string
+	var unsupported error // the first table refused for its protocol
 	for _, name := range tableNames {
 		dt := delta.Open(st, name, opts)
 		logs[name] = dt
 		snap, err := dt.Snapshot(ctx, -1)
 		if errors.Is(err, delta.ErrNoTable) {
 			missing = append(missing, name)
+			continue
+		}
+		if errors.Is(err, delta.ErrUnsupported) {
+			// Another engine gave this table a feature tidemark cannot
+			// honour: only the commands that touch it fail (its snapshot
+			// keeps returning this error); the others go on.
+			cfg.Logger.Warn("table unreadable by tidemark", "table", name, "error", err)
+			if unsupported == nil {
+				unsupported = fmt.Errorf("open lake %s: %w", st, err)
+			}
 			continue
 		}
 		if err != nil {
@@ -209,6 +220,9 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		} else if !sameSetup(*remembered, got) {
 			return nil, fmt.Errorf("open lake %s: %w: table %s has %s but %s has %s", st, ErrConfigMismatch, rememberedBy, remembered.describe(), name, got.describe())
 		}
+	}
+	if remembered == nil && unsupported != nil {
+		return nil, unsupported // no table tells the lake's setup
 	}
 	adopted := remembered != nil && cfg.adopt()
 	switch {

@@ -295,7 +295,17 @@ func (l *Lake) Vacuum(ctx context.Context, o VacuumOptions) (Report, error) {
 		if err != nil {
 			return rep, fmt.Errorf("vacuum %s: %w", name, err)
 		}
+		if err := snap.Writable(); err != nil {
+			return rep, fmt.Errorf("vacuum %s: %w", name, err)
+		}
 		keep := map[string]bool{}
+		if name == TableReconcileLog {
+			// Log rows a reconcile run wrote but has not committed yet
+			// (FinishReconcileLog commits them) are kept whatever their age.
+			if keep, err = l.pendingFiles(ctx); err != nil {
+				return rep, fmt.Errorf("vacuum %s: %w", name, err)
+			}
+		}
 		for _, a := range snap.Files {
 			keep[a.Key(h.dt.Path())] = true
 		}

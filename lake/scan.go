@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -95,14 +96,20 @@ func (l *Lake) ScanRaw(ctx context.Context, q RawQuery, fn func(RawBatch) error)
 	files := snap.Files
 	if q.MinCommitVersion > 0 {
 		old, err := h.dt.Snapshot(ctx, q.MinCommitVersion)
-		if err != nil {
+		switch {
+		case errors.Is(err, delta.ErrVersionExpired):
+			// The log no longer reaches back that far: every file may be
+			// newer, so every file is scanned (more work, nothing missed).
+			l.log.Warn("raw_events version older than the log retention; scanning every file", "version", q.MinCommitVersion)
+		case err != nil:
 			return fmt.Errorf("scan raw events since version %d: %w", q.MinCommitVersion, err)
+		default:
+			before := make(map[string]bool, len(old.Files))
+			for _, a := range old.Files {
+				before[a.Path] = true
+			}
+			files = slices.DeleteFunc(slices.Clone(files), func(a delta.Add) bool { return before[a.Path] })
 		}
-		before := make(map[string]bool, len(old.Files))
-		for _, a := range old.Files {
-			before[a.Path] = true
-		}
-		files = slices.DeleteFunc(slices.Clone(files), func(a delta.Add) bool { return before[a.Path] })
 	}
 	s, err := l.newRawScanner(q)
 	if err != nil {

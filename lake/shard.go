@@ -738,11 +738,16 @@ func (l *Lake) PartialWindows(ctx context.Context, since, from int64) (starts []
 	before := map[string]bool{}
 	if since > 0 && since <= snap.Version {
 		old, err := h.dt.Snapshot(ctx, since)
-		if err != nil {
+		switch {
+		case errors.Is(err, delta.ErrVersionExpired):
+			// Older than the log retention: every file counts as new.
+			l.log.Warn("window_partials version older than the log retention; checking every window", "version", since)
+		case err != nil:
 			return nil, 0, fmt.Errorf("read window partials at version %d: %w", since, err)
-		}
-		for _, a := range old.Files {
-			before[a.Path] = true
+		default:
+			for _, a := range old.Files {
+				before[a.Path] = true
+			}
 		}
 	}
 	seen := map[int64]bool{}

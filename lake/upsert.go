@@ -27,29 +27,23 @@ type ReconcileRow struct {
 	Replaced *tidemark.Window
 }
 
-// Upsert replaces (or inserts) rows in window_results by window key, then
-// appends log to reconcile_log; both commits carry txn {appID, version}, so
-// a retried run is a no-op. See merge for how the rewrite works.
+// Upsert replaces (or inserts) rows in window_results by window key and
+// appends log to reconcile_log, as one unit: both commits carry txn
+// {appID, version}, so a retried run is a no-op, and a run that dies
+// between them is completed by the next (see upsertLogged). See merge for
+// how the rewrite works.
 func (l *Lake) Upsert(ctx context.Context, rows []WindowRow, appID string, version int64, log []ReconcileRow) error {
 	txn := &delta.Txn{AppID: appID, Version: version}
-	if len(rows) > 0 {
+	err := l.upsertLogged(ctx, txn, log, func() error {
+		if len(rows) == 0 {
+			return nil
+		}
 		params := map[string]string{"predicate": "window_start, window_end, keys", "appId": appID, "version": strconv.FormatInt(version, 10)}
-		if _, err := l.merge(ctx, rows, txn, "MERGE", params); err != nil {
-			return fmt.Errorf("upsert windows: %w", err)
-		}
-	}
-	if len(log) > 0 {
-		h := l.tables[TableReconcileLog]
-		err := l.appendTable(ctx, h, txn, nil, "WRITE", map[string]string{"mode": "Append"}, func() ([]addFile, error) {
-			f, err := l.writeReconcileLog(ctx, log)
-			if err != nil {
-				return nil, err
-			}
-			return []addFile{f}, nil
-		})
-		if err != nil {
-			return fmt.Errorf("upsert windows: %w", err)
-		}
+		_, err := l.merge(ctx, rows, txn, "MERGE", params)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("upsert windows: %w", err)
 	}
 	return nil
 }

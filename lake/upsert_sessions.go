@@ -20,36 +20,22 @@ const (
 // rows to window_results and removes the stored rows in removed (the
 // sessions the new ones replace; a removed row may live in another
 // window_date partition than the row replacing it), in one Delta commit,
-// then appends log to reconcile_log. Both commits carry txn {appID,
-// version}, so a retried run is a no-op, as with Upsert.
+// then appends log to reconcile_log, as one unit (see Upsert).
 //
 // A key's sessions never overlap at any version: the commit that adds a
 // merged session removes every session it covers.
 func (l *Lake) UpsertSessions(ctx context.Context, rows, removed []WindowRow, appID string, version int64, log []ReconcileRow) error {
 	txn := &delta.Txn{AppID: appID, Version: version}
-	if len(rows) > 0 || len(removed) > 0 {
+	err := l.upsertLogged(ctx, txn, log, func() error {
+		if len(rows) == 0 && len(removed) == 0 {
+			return nil
+		}
 		params := map[string]string{"predicate": "window_start, window_end, keys", "appId": appID, "version": strconv.FormatInt(version, 10)}
 		// upsertWindows removes every file that may hold a new or a removed
 		// row and writes each touched partition's survivors and new rows.
 		m := mergeSpec{h: l.tables[TableWindowResults], rows: fixedRows(rows), remove: removed, txn: txn, op: "MERGE", params: params}
-		if _, err := l.upsertWindows(ctx, m); err != nil {
-			return fmt.Errorf("upsert sessions: %w", err)
-		}
-	}
-	if len(log) == 0 {
-		return nil
-	}
-	h := l.tables[TableReconcileLog]
-	widen, err := l.widenSchema(ctx, h)
-	if err != nil {
-		return fmt.Errorf("upsert sessions: %w", err)
-	}
-	err = l.appendTable(ctx, h, txn, widen, "WRITE", map[string]string{"mode": "Append"}, func() ([]addFile, error) {
-		f, err := l.writeReconcileLog(ctx, log)
-		if err != nil {
-			return nil, err
-		}
-		return []addFile{f}, nil
+		_, err := l.upsertWindows(ctx, m)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("upsert sessions: %w", err)

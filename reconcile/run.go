@@ -36,6 +36,17 @@ type cellKey struct {
 }
 
 func (r *run) do(ctx context.Context) error {
+	if !r.cfg.DryRun {
+		// A run killed between its corrections and their log rows left
+		// the rows pending: commit them before anything else.
+		n, err := r.lk.FinishReconcileLog(ctx, AppRun)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			r.log.Warn("reconcile_log rows of an interrupted run committed", "rows", n)
+		}
+	}
 	p, err := readPriorRuns(ctx, r.lk)
 	if err != nil {
 		return err

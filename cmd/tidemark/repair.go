@@ -4,20 +4,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
 	"tidemark"
 	"tidemark/lake"
+	"tidemark/lake/store"
 )
 
 func repairCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "repair",
-		Usage: "find data files a table references that are gone, report what they held, and (with --commit) remove the references",
+		Usage: "check each table's Delta log and data files: set aside a damaged newest commit or checkpoint, and remove references to data files that are gone, reporting exactly what is lost (a dry run unless --commit)",
 		Flags: append(lakeFlags(),
 			&cli.StringSliceFlag{Name: "table", Usage: "table to check; repeatable (default: all)", EnvVars: env("table")},
-			&cli.BoolFlag{Name: "commit", Usage: "commit the removal of the lost files (default: a dry run that only reports)", EnvVars: env("commit")},
+			&cli.BoolFlag{Name: "commit", Usage: "apply the repair: set damaged log files aside under _delta_log/_damaged/ and commit the removal of the lost files (default: a dry run that only reports)", EnvVars: env("commit")},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json", EnvVars: env("format")},
 		),
 		Action: func(c *cli.Context) error {
@@ -25,11 +28,36 @@ func repairCommand() *cli.Command {
 			if format != "text" && format != "json" {
 				return fmt.Errorf("--format %q: want text or json", format)
 			}
-			lk, err := openLake(c, !c.Bool("commit"))
+			dry := !c.Bool("commit")
+			loc := c.String("lake")
+			if err := lakeExists(loc); err != nil {
+				return err
+			}
+			st, err := store.Open(c.Context, loc, store.S3Config{Endpoint: c.String("s3-endpoint"), SkipProbe: dry})
+			if err != nil {
+				return fmt.Errorf("open lake %s: %w", loc, err)
+			}
+			logs, err := lake.RepairLogs(c.Context, st, c.StringSlice("table"), dry, nil)
 			if err != nil {
 				return err
 			}
-			reps, err := lk.Repair(c.Context, lake.RepairOptions{Tables: c.StringSlice("table"), DryRun: !c.Bool("commit")})
+			damaged := slices.ContainsFunc(logs, func(r lake.LogRepairReport) bool { return r.NeedsRepair() })
+			if format == "json" {
+				if err := writeLogRepairJSON(c.App.Writer, logs); err != nil {
+					return err
+				}
+			} else {
+				writeLogRepairText(c.App.Writer, logs, dry)
+			}
+			lk, err := openLake(c, dry)
+			if err != nil {
+				if damaged && dry {
+					fmt.Fprintf(c.App.ErrWriter, "data files not checked: %v (rerun with --commit to repair the log first)\n", err)
+					return nil
+				}
+				return err
+			}
+			reps, err := lk.Repair(c.Context, lake.RepairOptions{Tables: c.StringSlice("table"), DryRun: dry})
 			if err != nil {
 				return err
 			}
@@ -138,6 +166,84 @@ func writeRepairJSON(w io.Writer, reps []lake.RepairReport) error {
 			}
 			out.Lost = append(out.Lost, lf)
 		}
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeLogRepairText prints what the log check of each table found: the
+// version it reads at, the checkpoints and versions set aside and what the
+// lost versions held.
+func writeLogRepairText(w io.Writer, logs []lake.LogRepairReport, dry bool) {
+	for _, r := range logs {
+		if !r.NeedsRepair() {
+			fmt.Fprintf(w, "%s: log healthy (version %d)\n", r.Table, r.Latest)
+			continue
+		}
+		verb := "set aside"
+		if dry {
+			verb = "would be set aside"
+		}
+		fmt.Fprintf(w, "%s: log damaged; readable up to version %d of %d\n", r.Table, r.Restored, r.Latest)
+		for _, v := range r.BadCheckpoints {
+			fmt.Fprintf(w, "  checkpoint %d unreadable: %s (its commits are kept, nothing lost)\n", v, verb)
+		}
+		if len(r.Lost) > 0 {
+			fmt.Fprintf(w, "  versions %v %s and LOST (unreadable: %v)\n", r.Lost, verb, r.Damaged)
+			if len(r.Damaged) > 0 {
+				fmt.Fprintf(w, "  what the unreadable versions held is unknown\n")
+			}
+			for _, p := range r.LostAdds {
+				fmt.Fprintf(w, "  file no longer in the table: %s\n", p)
+			}
+			for _, p := range r.LostRemoves {
+				fmt.Fprintf(w, "  file back in the table (its removal was lost): %s\n", p)
+			}
+			for _, app := range slices.Sorted(maps.Keys(r.LostTxns)) {
+				v := r.LostTxns[app]
+				fmt.Fprintf(w, "  txn %s: back from %d to %d\n", app, v[0], v[1])
+			}
+		}
+		if r.LastCheckpoint != "" {
+			fmt.Fprintf(w, "  _last_checkpoint %s: rewritten to name checkpoint %d\n", r.LastCheckpoint, r.Base)
+		}
+		if dry {
+			fmt.Fprintf(w, "  dry run: nothing changed; rerun with --commit to repair\n")
+		} else {
+			fmt.Fprintf(w, "  moved %d log files under %s/_delta_log/_damaged/\n", len(r.Moved), r.Table)
+		}
+	}
+}
+
+// logRepairJSON is one table's log check for --format json.
+type logRepairJSON struct {
+	Table          string              `json:"table"`
+	Log            string              `json:"log"` // "damaged"
+	Latest         int64               `json:"latest_version"`
+	Restored       int64               `json:"readable_version"`
+	BadCheckpoints []int64             `json:"bad_checkpoints"`
+	Lost           []int64             `json:"lost_versions"`
+	Damaged        []int64             `json:"unreadable_versions"`
+	LostAdds       []string            `json:"lost_files"`
+	LostRemoves    []string            `json:"restored_files"`
+	LostTxns       map[string][2]int64 `json:"txns_back"`
+	LastCheckpoint string              `json:"last_checkpoint_fixed,omitempty"`
+	Moved          []string            `json:"moved"`
+}
+
+// writeLogRepairJSON writes one line per table whose log is damaged.
+func writeLogRepairJSON(w io.Writer, logs []lake.LogRepairReport) error {
+	enc := json.NewEncoder(w)
+	for _, r := range logs {
+		if !r.NeedsRepair() {
+			continue // one line per damaged log; the file reports follow
+		}
+		state := "damaged"
+		out := logRepairJSON{Table: r.Table, Log: state, Latest: r.Latest, Restored: r.Restored, BadCheckpoints: r.BadCheckpoints,
+			Lost: r.Lost, Damaged: r.Damaged, LostAdds: r.LostAdds, LostRemoves: r.LostRemoves, LostTxns: r.LostTxns,
+			LastCheckpoint: r.LastCheckpoint, Moved: r.Moved}
 		if err := enc.Encode(out); err != nil {
 			return err
 		}

@@ -316,9 +316,15 @@ func checkpointWriterOptions() []parquet.WriterOption {
 
 // writeCheckpoint writes a classic single-file checkpoint of s and then
 // _last_checkpoint. The checkpoint holds protocol, metaData, every txn,
-// every active add and every tombstone, one per row.
+// every active add and every tombstone not yet expired (see Retention),
+// one per row.
 func (t *Table) writeCheckpoint(ctx context.Context, s *state) (err error) {
 	snap := s.snapshot()
+	if ret, err := RetentionOf(snap.Metadata.Configuration); err != nil {
+		t.opts.Logger.Warn("delta tombstones kept", "table", t.path, "error", err)
+	} else {
+		snap.Tombstones = liveTombstones(snap.Tombstones, t.opts.Clock().Add(-ret.DeletedFiles).UnixMilli())
+	}
 	rows := make([]cpRow, 0, 2+len(snap.Txns)+len(snap.Files)+len(snap.Tombstones))
 	rows = append(rows, rowOf(Action{Protocol: &snap.Protocol}), rowOf(Action{Metadata: &snap.Metadata}))
 	for _, app := range slices.Sorted(maps.Keys(snap.Txns)) {

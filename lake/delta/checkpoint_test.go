@@ -112,7 +112,7 @@ func fullCheckpointTable(t *testing.T, interval int64) (*store.Dir, *Table) {
 		tx := &Transaction{ReadVersion: v - 1, Actions: []Action{a}, Txn: &Txn{AppID: fmt.Sprintf("app%d", v%2), Version: v}}
 		if v%4 == 0 {
 			old := addIn(fmt.Sprintf("p%d", (v-3)%3), fmt.Sprintf("f%03d.parquet", v-3)).Add
-			tx.Actions = append(tx.Actions, Action{Remove: &Remove{Path: old.Path, DeletionTimestamp: v, DataChange: true,
+			tx.Actions = append(tx.Actions, Action{Remove: &Remove{Path: old.Path, DeletionTimestamp: testClock().UnixMilli() + v, DataChange: true,
 				ExtendedFileMetadata: true, PartitionValues: old.PartitionValues, Size: old.Size}})
 		}
 		mustCommit(t, tbl, tx)

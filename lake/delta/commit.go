@@ -85,8 +85,14 @@ func (t *Table) Commit(ctx context.Context, tx *Transaction) (int64, error) {
 	if tx.ReadVersion == -1 && (!hasProtocol || !hasMetadata) {
 		return -1, fmt.Errorf("commit %s: creating a table needs protocol and metaData actions", t.path)
 	}
+	var meta *Metadata
+	for _, a := range tx.Actions {
+		if a.Metadata != nil {
+			meta = a.Metadata
+		}
+	}
 	if proto != nil {
-		if err := checkWritable(*proto); err != nil {
+		if err := checkWritable(*proto, meta); err != nil {
 			return -1, fmt.Errorf("commit %s: %w", t.path, err)
 		}
 	}
@@ -96,7 +102,14 @@ func (t *Table) Commit(ctx context.Context, tx *Transaction) (int64, error) {
 		if err != nil {
 			return -1, fmt.Errorf("commit %s: %w", t.path, err)
 		}
-		if err := checkWritable(*s.protocol); err != nil {
+		if meta == nil {
+			meta = s.metadata
+		}
+		p := s.protocol
+		if proto != nil {
+			p = proto
+		}
+		if err := checkWritable(*p, meta); err != nil {
 			return -1, fmt.Errorf("commit %s: %w", t.path, err)
 		}
 		if len(removes) > 0 && s.metadata.Configuration["delta.appendOnly"] == "true" {
@@ -109,6 +122,9 @@ func (t *Table) Commit(ctx context.Context, tx *Transaction) (int64, error) {
 		}
 	}
 
+	if err := checkConstraints(meta, tx); err != nil {
+		return -1, fmt.Errorf("commit %s: %w", t.path, err)
+	}
 	data, err := t.encodeCommit(tx, now)
 	if err != nil {
 		return -1, fmt.Errorf("commit %s: %w", t.path, err)
@@ -259,6 +275,20 @@ func (t *Table) afterCommit(ctx context.Context, v int64, data []byte) {
 	}
 	if err := t.writeCheckpoint(ctx, next); err != nil {
 		t.opts.Logger.Warn("delta checkpoint failed", "table", t.path, "version", v, "error", err)
+		return
+	}
+	ret, err := RetentionOf(next.metadata.Configuration)
+	if err != nil {
+		t.opts.Logger.Warn("delta log cleanup skipped", "table", t.path, "error", err)
+		return
+	}
+	if !ret.CleanupLog {
+		return
+	}
+	if n, err := t.cleanupLog(ctx, ret.Log); err != nil {
+		t.opts.Logger.Warn("delta log cleanup failed", "table", t.path, "deleted", n, "error", err)
+	} else if n > 0 {
+		t.opts.Logger.Debug("delta log cleaned up", "table", t.path, "deleted", n, "retention", ret.Log)
 	}
 }
 

@@ -288,6 +288,9 @@ func (t *Table) loadState(ctx context.Context, version int64) (*state, error) {
 			return nil, err
 		}
 		key, ok := l.commits[v]
+		if !ok && base.version < 0 && !t.opts.IgnoreCheckpoints && len(l.checkpoints) > 0 {
+			return nil, fmt.Errorf("read table %s version %d: its commits are gone (the log keeps versions from its oldest checkpoint on): %w", t.path, target, ErrVersionExpired)
+		}
 		if !ok {
 			return nil, fmt.Errorf("read table %s version %d: commit %s missing: %w", t.path, target, commitName(v), fs.ErrNotExist)
 		}

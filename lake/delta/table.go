@@ -106,32 +106,3 @@ func (t *Table) FileKey(rel string) string { return path.Join(t.path, rel) }
 func (t *Table) logKey(name string) string { return path.Join(t.path, "_delta_log", name) }
 
 func commitName(v int64) string { return fmt.Sprintf("%020d.json", v) }
-
-// checkReadable refuses protocols and metadata this reader cannot honour.
-func checkReadable(p Protocol, m *Metadata) error {
-	if m != nil {
-		if mode := m.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
-			return fmt.Errorf("%w: column mapping (mode %q, minReaderVersion %d)", ErrUnsupported, mode, p.MinReaderVersion)
-		}
-	}
-	if len(p.ReaderFeatures) > 0 {
-		return fmt.Errorf("%w: reader features %v (minReaderVersion %d)", ErrUnsupported, p.ReaderFeatures, p.MinReaderVersion)
-	}
-	switch p.MinReaderVersion {
-	case 0, 1, 3:
-		return nil
-	case 2:
-		return fmt.Errorf("%w: minReaderVersion 2 (column mapping)", ErrUnsupported)
-	default:
-		return fmt.Errorf("%w: minReaderVersion %d", ErrUnsupported, p.MinReaderVersion)
-	}
-}
-
-// checkWritable refuses to write tables whose writer protocol asks for
-// features this writer does not implement.
-func checkWritable(p Protocol) error {
-	if p.MinWriterVersion > 2 {
-		return fmt.Errorf("%w: minWriterVersion %d (writer features %v)", ErrUnsupported, p.MinWriterVersion, p.WriterFeatures)
-	}
-	return nil
-}

@@ -181,7 +181,7 @@ func TestCheckpointEqualsReplay(t *testing.T) {
 			Txn: &Txn{AppID: fmt.Sprintf("app%d", v%2), Version: v}}
 		if v%7 == 0 { // remove an earlier file
 			old := addIn(fmt.Sprintf("p%d", (v-5)%3), fmt.Sprintf("f%03d.parquet", v-5)).Add
-			tx.Actions = append(tx.Actions, Action{Remove: &Remove{Path: old.Path, DeletionTimestamp: v, DataChange: true,
+			tx.Actions = append(tx.Actions, Action{Remove: &Remove{Path: old.Path, DeletionTimestamp: testClock().UnixMilli() + v, DataChange: true,
 				ExtendedFileMetadata: true, PartitionValues: old.PartitionValues, Size: old.Size}})
 		}
 		if got := mustCommit(t, tbl, tx); got != v {
