@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime/trace"
 	"slices"
 	"strings"
@@ -36,7 +37,10 @@ type RunnerConfig struct {
 	Engine  Config               // windows, watermark, late rule, output mode
 	Lake    string               // directory or s3://bucket/prefix
 	S3      store.S3Config       // endpoint and credentials for s3:// lakes and sources
-	Name    string               // stream name; default "stream"
+	Name    string               // stream name, unique in the lake (lake.ClaimName); default "stream"
+	// TakeName claims Name in the lake even when another checkpoint holds
+	// it: a checkpoint moved on purpose, or a stream replaced for good.
+	TakeName bool
 
 	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
 	MaxBatchRows int           // input lines per micro-batch; 0 means DefaultMaxBatchRows, negative is an error
@@ -291,7 +295,33 @@ func (r *runner) awaitLake(ctx context.Context) error {
 	if err := r.checkSessionShards(ctx); err != nil {
 		return err
 	}
-	return r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: r.cfg.Name, Sources: r.cfg.Sources})
+	ck := checkpointRef(r.cfg.Lake, r.cfg.Checkpoint)
+	if err := r.lake.ClaimName(ctx, lake.NameClaim{Name: r.cfg.Name, ID: r.id, Checkpoint: ck}, r.cfg.TakeName); err != nil {
+		return err
+	}
+	return r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: r.cfg.Name, Sources: r.cfg.Sources, Checkpoint: ck})
+}
+
+// checkpointRef is how the lake records where a stream's checkpoint is
+// (lake.NameClaim): "<lake>/..." when it is inside the lake, so a lake
+// copied with its checkpoints keeps its names, else the location itself
+// (absolute, for a local one).
+func checkpointRef(lakeLoc, ck string) string {
+	if !strings.HasPrefix(lakeLoc, "s3://") {
+		if abs, err := filepath.Abs(lakeLoc); err == nil {
+			lakeLoc = abs
+		}
+	}
+	if !strings.HasPrefix(ck, "s3://") {
+		if abs, err := filepath.Abs(ck); err == nil {
+			ck = abs
+		}
+	}
+	lakeLoc = strings.TrimSuffix(lakeLoc, "/")
+	if rest, ok := strings.CutPrefix(ck, lakeLoc+"/"); ok {
+		return "<lake>/" + rest
+	}
+	return ck
 }
 
 // abandonLake waits for a lake still being opened, for a runner that stops

@@ -50,7 +50,8 @@ func streamCommand() *cli.Command {
 			&cli.BoolFlag{Name: "print", Usage: "print each emitted window as a JSON line on stdout", EnvVars: env("print")},
 		}, lakeFlags(), []cli.Flag{ // the shared --lake/--s3-endpoint, kept at their place in --help
 			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint location (default: <lake>/_checkpoints/<name>)", EnvVars: env("checkpoint")},
-			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name: the checkpoint's name and the lake's txn app id", EnvVars: env("name")},
+			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name, unique in the lake: names the default checkpoint and this stream in the shards command and on the status page; a second stream with a name the lake has for another checkpoint is refused (the lake's txn app id is not the name but the stream id, a UUID in the checkpoint's metadata.json)", EnvVars: env("name")},
+			&cli.BoolFlag{Name: "take-name", Usage: "claim --name in the lake although another checkpoint holds it: once after moving a checkpoint, or to replace a stream whose checkpoint is gone (input it read is read again)", EnvVars: env("take-name")},
 			&cli.StringFlag{Name: "progress", Usage: "write one JSON progress line per batch to this file (default: stderr)", EnvVars: env("progress")},
 			&cli.StringFlag{Name: "state-store", Value: "memory", Usage: "where open windows live: memory, or pebble (a local Pebble database, for state larger than memory; the checkpoint stays the record)", EnvVars: env("state-store")},
 			&cli.StringFlag{Name: "state-dir", Usage: "with --state-store pebble: the database's local directory (default: <user cache dir>/tidemark/state/<stream id>)", EnvVars: env("state-dir")},
@@ -140,6 +141,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.S3 = store.S3Config{Endpoint: c.String("s3-endpoint")}
 	cfg.Checkpoint = c.String("checkpoint")
 	cfg.Name = c.String("name")
+	cfg.TakeName = c.Bool("take-name")
 	cfg.MaxBatchRows = c.Int("max-batch-rows")
 	cfg.Trigger = c.Duration("trigger")
 	cfg.Once = c.Bool("once")
