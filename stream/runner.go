@@ -50,6 +50,9 @@ type RunnerConfig struct {
 	Poll         bool          // local sources: rescans only, no fsnotify
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
 	MetricsAddr  string        // serve Prometheus metrics here; "" = off
+	// StallAfter is how long (read time) W may stay put while lines arrive
+	// before the stream names what holds it (stall.go); 0 = DefaultStallAfter.
+	StallAfter time.Duration
 	// PayloadCodec compresses the lake's payload column; "" = the lake's
 	// recorded codec (lake.Config.PayloadCodec).
 	PayloadCodec lake.PayloadCodec
@@ -239,6 +242,7 @@ type runner struct {
 	readTime atomic.Int64
 	buf      []tidemark.Record
 	track    *tracker // what OnProgress needs across batches
+	stall    *stallWatch
 	// opening is the lake while it is being opened (openLake); nil once
 	// awaitLake took it, or when it never was.
 	opening *lakeOpening

@@ -134,3 +134,29 @@ func TestStatusBehindGlobalMax(t *testing.T) {
 		t.Errorf("behind global max: got %v, want web 0, mobile 11s", behind)
 	}
 }
+
+// TestStatusPageNamesStall: a progress line with a stall puts the holder
+// in the badge and explains it (file, silence, the --idle-timeout that
+// would release it); without one the explanation is hidden.
+func TestStatusPageNamesStall(t *testing.T) {
+	lines := statusLines(3, func(int) int64 { return 0 })
+	lines[2].Stalled = &Stall{Source: "mobile", File: "day-01.log", Since: "2026-01-01T01:00:00Z", For: "12m0s", Silent: "12m5s",
+		HeldAt: "2026-01-01T00:00:05Z", IdleTimeout: "0s", Release: "--idle-timeout 10m0s"}
+	dom := pageOf(t, chartInfo, lines)
+	m := regexp.MustCompile(`<div id="stall" class="alert"[^>]*>([^<]*)</div>`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no stall explanation in the page")
+	}
+	for _, want := range []string{"file day-01.log of source mobile holds it", "no new line for 12m5s", "--idle-timeout 10m0s"} {
+		if !strings.Contains(m[1], want) {
+			t.Errorf("the stall explanation %q lacks %q", m[1], want)
+		}
+	}
+	if !strings.Contains(dom, "watermark stalled 12m0s: held by day-01.log") {
+		t.Errorf("the badge does not name the holder")
+	}
+	dom = pageOf(t, chartInfo, lines[:2])
+	if !regexp.MustCompile(`<div id="stall" class="alert" hidden=""></div>`).MatchString(dom) {
+		t.Errorf("no stall, yet the explanation shows")
+	}
+}
