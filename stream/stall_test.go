@@ -159,6 +159,23 @@ func TestRunnerNamesStalledFile(t *testing.T) {
 	if n := strings.Count(logBuf.String(), "watermark stalled"); n < 1 || n >= stalled {
 		t.Errorf("%d warnings for %d stalled batches: want at least one, rate-limited:\n%s", n, stalled, logBuf.String())
 	}
+
+	// The checkpoint names it too (what `tidemark checkpoint` prints).
+	st, err := Inspect(context.Background(), openCheckpoint(t, filepath.Join(lakeDir, "_checkpoints", "stream")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.HeldBy != dir || len(st.Sources) != 1 || st.Sources[0].HeldBy == nil || st.Sources[0].HeldBy.Path != "day.log" ||
+		st.Sources[0].HeldBy.EventTime == nil || st.Sources[0].HeldBy.EventTime.Format(time.RFC3339) != "2026-01-01T00:00:02Z" {
+		t.Fatalf("checkpoint: held by %q, sources %+v; want %s, file day.log at 00:00:02", st.HeldBy, st.Sources, dir)
+	}
+	h := st.Sources[0].HeldBy
+	if got := h.Advice(h.LastLine.Add(12*time.Minute + 5*time.Second)); got != "last line read 12m5s ago; if it is not written any more, --idle-timeout 10m0s (or less) releases it" {
+		t.Errorf("advice 12 minutes on: %q", got)
+	}
+	if got := h.Advice(h.LastLine.Add(5 * time.Second)); got != "last line read 5s ago" {
+		t.Errorf("advice 5 s on: %q", got)
+	}
 }
 
 // syncBuf is a bytes.Buffer the stream's logger writes from its goroutines.
