@@ -49,7 +49,10 @@ type RunnerConfig struct {
 	Drain        bool          // with Once: then close every open window
 	Poll         bool          // local sources: rescans only, no fsnotify
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
-	MetricsAddr  string        // serve Prometheus metrics here; "" = off
+	MetricsAddr  string        // serve the status page and Prometheus metrics here; "" = off
+	// MetricsFallback serves on a free port of MetricsAddr's host when
+	// MetricsAddr is in use (the CLI's default address) instead of failing.
+	MetricsFallback bool
 	// StallAfter is how long (read time) W may stay put while lines arrive
 	// before the stream names what holds it (stall.go); 0 = DefaultStallAfter.
 	StallAfter time.Duration
@@ -353,9 +356,11 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if cfg.MetricsAddr != "" {
 		warnExposed(ctx, cfg.Logger, cfg.MetricsAddr)
 		r.metrics = newMetrics(cfg)
-		if err := r.metrics.serve(cfg.MetricsAddr); err != nil {
+		addr, err := r.metrics.serve(cfg.MetricsAddr, cfg.MetricsFallback)
+		if err != nil {
 			return nil, err
 		}
+		cfg.Logger.Info("status page at http://"+addr+"/ (Prometheus metrics at /metrics)", "metrics_addr", addr)
 	}
 	lakeStore := cfg.LakeStore
 	if lakeStore == nil {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -159,4 +160,32 @@ func TestStatusPageNamesStall(t *testing.T) {
 	if !regexp.MustCompile(`<div id="stall" class="alert" hidden=""></div>`).MatchString(dom) {
 		t.Errorf("no stall, yet the explanation shows")
 	}
+}
+
+// TestMetricsFallback: with fallback an address in use is replaced by a
+// free port of the same host; without it, the stream fails with the flag's
+// name.
+func TestMetricsFallback(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	m := newMetrics(RunnerConfig{Clock: time.Now})
+	if _, err := m.serve(taken.Addr().String(), false); err == nil || !strings.Contains(err.Error(), "--metrics-addr") {
+		t.Fatalf("an address in use without fallback: got %v, want an error naming --metrics-addr", err)
+	}
+	addr, err := m.serve(taken.Addr().String(), true)
+	if err != nil {
+		t.Fatalf("fallback: %v", err)
+	}
+	defer m.stop()
+	if addr == taken.Addr().String() || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("fallback serves on %s, want another port of 127.0.0.1 than %s", addr, taken.Addr())
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics on the fallback: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }

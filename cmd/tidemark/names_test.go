@@ -1,11 +1,13 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -54,5 +56,52 @@ func TestStreamNamesUnique(t *testing.T) {
 	}
 	if _, stderr, code = run(t, append(args, "--checkpoint", moved)...); code != 0 {
 		t.Errorf("a restart at the new place: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestStatusPageByDefault: a following stream serves its status page on a
+// loopback port without --metrics-addr and logs where; a second one beside
+// it, finding that port taken, takes a free one; --metrics-addr off serves
+// none, and neither does a --once run.
+func TestStatusPageByDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full tier: runs the binary")
+	}
+	urlOf := func(stderr string) string {
+		m := regexp.MustCompile(`status page at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(stderr)
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	args := func(lake string) []string {
+		return []string{"stream", "--source", "testdata/example", "--window", "10m", "--lake", lake}
+	}
+	first, firstErr := startFollowing(t, nil, args(t.TempDir())...)
+	second, secondErr := startFollowing(t, nil, args(t.TempDir())...)
+	u1, u2 := urlOf(firstErr.String()), urlOf(secondErr.String())
+	if u1 == "" || u2 == "" || u1 == u2 {
+		t.Fatalf("two following streams: status pages %q and %q, want two loopback URLs:\n%s\n%s", u1, u2, firstErr, secondErr)
+	}
+	for _, u := range []string{u1, u2} {
+		resp, err := http.Get(u + "api/progress")
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("GET %sapi/progress: %v %v", u, resp, err)
+			continue
+		}
+		resp.Body.Close()
+	}
+	for _, c := range []*exec.Cmd{first, second} {
+		c.Process.Signal(syscall.SIGTERM)
+		c.Wait()
+	}
+	off, offErr := startFollowing(t, nil, append(args(t.TempDir()), "--metrics-addr", "off")...)
+	if u := urlOf(offErr.String()); u != "" {
+		t.Errorf("--metrics-addr off serves %s", u)
+	}
+	off.Process.Signal(syscall.SIGTERM)
+	off.Wait()
+	if _, stderr, code := run(t, append(args(t.TempDir()), "--once")...); code != 0 || urlOf(stderr) != "" {
+		t.Errorf("--once: exit %d, serves %q", code, urlOf(stderr))
 	}
 }

@@ -56,7 +56,7 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "state-store", Value: "memory", Usage: "where open windows live: memory, or pebble (a local Pebble database, for state larger than memory; the checkpoint stays the record)", EnvVars: env("state-store")},
 			&cli.StringFlag{Name: "state-dir", Usage: "with --state-store pebble: the database's local directory (default: <user cache dir>/tidemark/state/<stream id>)", EnvVars: env("state-dir")},
 			&cli.StringFlag{Name: "memory-limit", Value: "auto", Usage: "soft memory limit of the Go GC: auto (320MiB plus twice the open state's heap, raised as it grows), off (Go's default or GOMEMLIMIT), or a size such as 512MiB", EnvVars: env("memory-limit")},
-			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default: off)", EnvVars: env("metrics-addr")},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "serve the status page (/) and Prometheus metrics (/metrics) on this address; \"\" or off: none (default: a following stream serves on " + stream.DefaultMetricsAddr + ", or a free loopback port if that is taken, and logs where; --once: off)", EnvVars: env("metrics-addr")},
 			&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links of local sources wherever they lead (default: only links that stay inside the source directory)", EnvVars: env("follow-symlinks")},
 			shardIdleFlag(),
 			&cli.StringFlag{Name: "payload-codec", Usage: "Parquet codec of the lake's payload column: zstd, snappy or lz4_raw (default: the lake's, snappy for a new lake)", EnvVars: env("payload-codec")},
@@ -150,6 +150,12 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.FollowSymlinks = c.Bool("follow-symlinks")
 	cfg.Rescan = c.Duration("rescan-interval")
 	cfg.MetricsAddr = c.String("metrics-addr")
+	switch {
+	case cfg.MetricsAddr == "off":
+		cfg.MetricsAddr = ""
+	case !c.IsSet("metrics-addr") && !cfg.Once:
+		cfg.MetricsAddr, cfg.MetricsFallback = stream.DefaultMetricsAddr, true
+	}
 	limit, err := stream.ParseMemoryLimit(c.String("memory-limit"))
 	if err != nil {
 		return cfg, err
