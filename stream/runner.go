@@ -246,6 +246,7 @@ type runner struct {
 	buf      []tidemark.Record
 	track    *tracker // what OnProgress needs across batches
 	stall    *stallWatch
+	disorder disorderMeter // the engine stage's
 	// opening is the lake while it is being opened (openLake); nil once
 	// awaitLake took it, or when it never was.
 	opening *lakeOpening
