@@ -49,6 +49,42 @@ func (p Position) Frontier() (t int64, held bool) {
 	return t, held
 }
 
+// Holder returns the file that holds the source's watermark at the
+// Frontier: of the files that hold it, the one with the smallest Max (one
+// without a valid event yet first), ties to the one whose last line is
+// oldest. ok is false when no file holds it. It is what a stalled
+// watermark's diagnosis names (how long the file has been silent is the
+// Position's time minus LastLine); it changes nothing.
+func (p Position) Holder() (f FilePosition, ok bool) {
+	var best *FilePosition
+	for i := range p.Files {
+		c := &p.Files[i]
+		if !c.Hold {
+			continue
+		}
+		if best == nil || holdsLower(c, best) {
+			best = c
+		}
+	}
+	if best == nil {
+		return FilePosition{}, false
+	}
+	f = *best
+	f.Header = nil // the caller only reads; no alias into the Position
+	return f, true
+}
+
+// holdsLower: a holds the frontier lower than b (see Holder).
+func holdsLower(a, b *FilePosition) bool {
+	switch {
+	case a.HasMax != b.HasMax:
+		return !a.HasMax
+	case a.HasMax && a.Max != b.Max:
+		return a.Max < b.Max
+	}
+	return a.LastLine < b.LastLine
+}
+
 // saw notes a record read from the file: its read time, and its event
 // time when it is a valid event.
 func (p *FilePosition) saw(r *tidemark.Record, readTime int64) {

@@ -136,6 +136,10 @@ type ShardInfo struct {
 	Name    string    `json:"name"` // --name
 	Sources []string  `json:"sources"`
 	Started time.Time `json:"started"`
+	// Checkpoint is where the stream keeps its checkpoint, as its name
+	// claim records it (NameClaim.Checkpoint); empty in records written
+	// before names were claimed.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Shard is one stream writing to the lake, as the lake records it.
@@ -169,6 +173,7 @@ func (l *Lake) RegisterShard(ctx context.Context, info ShardInfo) error {
 	for i, src := range info.Sources {
 		info.Sources[i] = withoutUserinfo(src)
 	}
+	info.Checkpoint = withoutUserinfo(info.Checkpoint)
 	data, err := json.Marshal(info)
 	if err != nil {
 		return fmt.Errorf("register shard: %w", err)

@@ -216,9 +216,11 @@ func runProp(t *testing.T, run propRun, specs []string, scfg ingest.SourceConfig
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.setFrontiers(end); err != nil {
+		decoded, err := r.disorder.decode(end, "end")
+		if err != nil {
 			t.Fatal(err)
 		}
+		r.setFrontiers(decoded)
 		res := eng.Process(recs, now)
 		all = append(all, recs...)
 		out = append(out, res.Emitted...)

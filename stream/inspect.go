@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,7 +35,10 @@ type Status struct {
 	Pending *PendingBatch `json:"pending,omitempty"`
 
 	Watermark *time.Time     `json:"watermark,omitempty"` // W after the last commit; nil before there is one
-	Sources   []SourceStatus `json:"sources"`
+	// HeldBy is the source whose watermark W is (the lowest, under the min
+	// policy); "" when none recorded one equal to W.
+	HeldBy  string         `json:"watermark_held_by,omitempty"`
+	Sources []SourceStatus `json:"sources"`
 
 	OpenWindows int   `json:"open_windows"` // distinct open windows
 	StateRows   int   `json:"state_rows"`   // open (window, key) aggregates
@@ -72,7 +76,31 @@ type SourceStatus struct {
 	MaxEventTime *time.Time   `json:"max_event_time,omitempty"` // nil while it has sent no valid event
 	Watermark    *time.Time   `json:"watermark,omitempty"`      // its max event time minus its budget; nil before one
 	LastSeen     *time.Time   `json:"last_seen,omitempty"`      // the last batch holding a line of it
-	Files        []FileStatus `json:"files"`
+	// HeldBy is the file at the source's frontier: the one its watermark
+	// waits for (ingest.Position.Holder); nil when no file holds it.
+	HeldBy *HeldFile     `json:"held_by,omitempty"`
+	Files  []FileStatus `json:"files"`
+}
+
+// HeldFile is the file a source's watermark waits for.
+type HeldFile struct {
+	Path      string     `json:"path"`
+	EventTime *time.Time `json:"event_time,omitempty"` // its newest event time: the source's watermark follows it; nil before its first
+	LastLine  *time.Time `json:"last_line,omitempty"`  // when its last line was read
+}
+
+// Advice says, at now, how long the file has been silent and, once that
+// is DefaultStallAfter or more, the --idle-timeout that would release it.
+func (h *HeldFile) Advice(now time.Time) string {
+	if h.LastLine == nil {
+		return "no line read from it yet"
+	}
+	silent := now.Sub(*h.LastLine)
+	out := fmt.Sprintf("last line read %s ago", silent.Round(time.Second))
+	if silent >= DefaultStallAfter {
+		out += fmt.Sprintf("; if it is not written any more, --idle-timeout %s (or less) releases it", releaseAfter(silent))
+	}
+	return out
 }
 
 // FileStatus is one file or object of a source: how far it is read.
@@ -277,6 +305,23 @@ func (s checkpointSnapshot) status(where string) (Status, error) {
 		ss := get(name)
 		for _, f := range pos.Files {
 			ss.Files = append(ss.Files, FileStatus{Path: f.Path, Offset: f.Offset, Finished: f.Done})
+		}
+		if f, ok := pos.Holder(); ok {
+			ss.HeldBy = &HeldFile{Path: f.Path}
+			if f.HasMax {
+				ss.HeldBy.EventTime = timePtr(f.Max)
+			}
+			if f.LastLine > 0 {
+				ss.HeldBy.LastLine = timePtr(f.LastLine)
+			}
+		}
+	}
+	if state.HasWatermark {
+		for _, name := range slices.Sorted(maps.Keys(c.SourceWatermarks)) {
+			if c.SourceWatermarks[name] == state.Watermark {
+				out.HeldBy = name
+				break
+			}
 		}
 	}
 	for _, ss := range byName {

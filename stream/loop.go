@@ -55,16 +55,11 @@ func (r *runner) sourceConfig() ingest.SourceConfig {
 // input that lags (ingest.Position.Frontier), taken from the batch's
 // logged end positions, so a replayed batch moves the watermark exactly
 // as the first time.
-func (r *runner) setFrontiers(end map[string]json.RawMessage) error {
-	for name, raw := range end {
-		var pos ingest.Position
-		if err := json.Unmarshal(raw, &pos); err != nil {
-			return fmt.Errorf("end position of source %s: %w", name, err)
-		}
-		t, held := pos.Frontier()
+func (r *runner) setFrontiers(end map[string]decodedPosition) {
+	for name, d := range end {
+		t, held := d.pos.Frontier()
 		r.engine.SetFrontier(name, t, held)
 	}
-	return nil
 }
 
 // readBatch is one micro-batch read from the sources, not yet processed.
@@ -288,11 +283,27 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // processInMemory moves the watermark and runs the batch through the
 // engine: nothing durable.
+// The records' disorder is measured as the watermark sees it (disorder.go)
+// from the batch's logged positions, so a replay measures the same.
 func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (BatchResult, error) {
-	if err := r.setFrontiers(entry.End); err != nil {
+	end, err := r.disorder.decode(entry.End, "end")
+	if err != nil {
 		return BatchResult{}, err
 	}
-	res := r.engine.Process(recs, time.UnixMicro(entry.ReadTime))
+	start, err := r.disorder.decode(entry.Start, "start")
+	if err != nil {
+		return BatchResult{}, err
+	}
+	r.setFrontiers(end)
+	now := time.UnixMicro(entry.ReadTime)
+	if !manyFiles(start, end) { // the engine's figure is the level
+		r.disorder.prev = end
+		return r.engine.Process(recs, now), r.afterProcess()
+	}
+	before := r.engine.sourceMarks(now)
+	w, hasW := r.engine.watermark()
+	res := r.engine.Process(recs, now)
+	r.disorder.measure(recs, start, end, before, w, hasW, r.cfg.Engine.lateness)
 	return res, r.afterProcess()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,12 +83,23 @@ func newMetrics(cfg RunnerConfig) *metrics {
 	return m
 }
 
+// DefaultMetricsAddr is where `tidemark stream` serves its status page and
+// metrics when it follows its sources and --metrics-addr is not given.
+const DefaultMetricsAddr = "127.0.0.1:9464"
+
 // serve starts the /metrics endpoint, the status page at / and its JSON at
-// /api/progress; stop shuts them down.
-func (m *metrics) serve(addr string) error {
+// /api/progress, and returns the address it listens on; stop shuts them
+// down. With fallback, an address in use is replaced by a free port of the
+// same host (the default address, taken by another stream of this host).
+func (m *metrics) serve(addr string, fallback bool) (string, error) {
 	ln, err := net.Listen("tcp", addr)
+	if err != nil && fallback && errors.Is(err, syscall.EADDRINUSE) {
+		if host, _, serr := net.SplitHostPort(addr); serr == nil {
+			ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("--metrics-addr %s: %w", addr, err)
+		return "", fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
@@ -96,7 +108,7 @@ func (m *metrics) serve(addr string) error {
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	m.done = make(chan error, 1)
 	go func() { m.done <- m.srv.Serve(ln) }()
-	return nil
+	return ln.Addr().String(), nil
 }
 
 func (m *metrics) stop() error {

@@ -84,11 +84,8 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 	if len(recs) != entry.Rows {
 		return fmt.Errorf("replay batch %d: read %d records between the logged positions, the log says %d: the input changed under the checkpoint", entry.BatchID, len(recs), entry.Rows)
 	}
-	if err := r.setFrontiers(entry.End); err != nil {
-		return err
-	}
-	res := r.engine.Process(recs, frozen)
-	if err := r.afterProcess(); err != nil {
+	res, err := r.processInMemory(*entry, recs)
+	if err != nil {
 		return fmt.Errorf("replay batch %d: %w", entry.BatchID, err)
 	}
 	if err := r.commit(ctx, *entry, recs, res, nil); err != nil {

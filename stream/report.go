@@ -29,6 +29,7 @@ type Progress struct {
 
 	Watermark    time.Time // W after the batch; zero before there is one (and after a drain)
 	MaxEventTime time.Time // newest valid event time of this run; zero before the first
+	Stalled      *Stall    // what holds a stalled watermark back; nil while it moves
 
 	Totals  Summary // the run so far (a copy)
 	Backlog Backlog
@@ -63,6 +64,13 @@ type fileKey struct{ source, path string }
 type fileProgress struct {
 	size, at   int64
 	compressed bool // offsets are decompressed: counted whole once read to its end
+}
+
+func (r *runner) stalls() *stallWatch {
+	if r.stall == nil {
+		r.stall = newStallWatch(r.cfg)
+	}
+	return r.stall
 }
 
 func (r *runner) tracker() *tracker {
@@ -227,6 +235,9 @@ type progress struct {
 	Drain      bool                      `json:"drain,omitempty"`
 	// Shards is set on a lake other streams write too (see shardsOf).
 	Shards *shardProgress `json:"shards,omitempty"`
+	// Stalled names what holds the watermark back once it has not moved
+	// for RunnerConfig.StallAfter although lines arrive (stall.go).
+	Stalled *Stall `json:"stalled,omitempty"`
 }
 
 // shardProgress is the shared-lake part of a progress line: this stream is
@@ -305,6 +316,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 	if res.HasWatermark && res.Watermark != tidemark.MaxTime {
 		p.EventTime.Watermark = tidemark.FormatTime(res.Watermark)
 	}
+	p.Stalled = r.stalls().observe(entry.ReadTime, len(recs), res.Watermark, res.HasWatermark, entry.End, marks)
 	p.Sources = make(map[string]sourceProgress, len(marks))
 	for _, m := range marks {
 		sp := sourceProgress{Idle: m.Idle}
@@ -320,7 +332,9 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 		r.metrics.observe(p, res, marks)
 	}
 	if r.cfg.OnProgress != nil {
-		r.cfg.OnProgress(r.progressOf(entry, recs, res, took))
+		op := r.progressOf(entry, recs, res, took)
+		op.Stalled = p.Stalled
+		r.cfg.OnProgress(op)
 	}
 	if r.cfg.Progress == nil {
 		return

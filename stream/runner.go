@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime/trace"
 	"slices"
 	"strings"
@@ -36,7 +37,10 @@ type RunnerConfig struct {
 	Engine  Config               // windows, watermark, late rule, output mode
 	Lake    string               // directory or s3://bucket/prefix
 	S3      store.S3Config       // endpoint and credentials for s3:// lakes and sources
-	Name    string               // stream name; default "stream"
+	Name    string               // stream name, unique in the lake (lake.ClaimName); default "stream"
+	// TakeName claims Name in the lake even when another checkpoint holds
+	// it: a checkpoint moved on purpose, or a stream replaced for good.
+	TakeName bool
 
 	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
 	MaxBatchRows int           // input lines per micro-batch; 0 means DefaultMaxBatchRows, negative is an error
@@ -45,7 +49,13 @@ type RunnerConfig struct {
 	Drain        bool          // with Once: then close every open window
 	Poll         bool          // local sources: rescans only, no fsnotify
 	Rescan       time.Duration // rescan / S3 poll interval; default 10s
-	MetricsAddr  string        // serve Prometheus metrics here; "" = off
+	MetricsAddr  string        // serve the status page and Prometheus metrics here; "" = off
+	// MetricsFallback serves on a free port of MetricsAddr's host when
+	// MetricsAddr is in use (the CLI's default address) instead of failing.
+	MetricsFallback bool
+	// StallAfter is how long (read time) W may stay put while lines arrive
+	// before the stream names what holds it (stall.go); 0 = DefaultStallAfter.
+	StallAfter time.Duration
 	// PayloadCodec compresses the lake's payload column; "" = the lake's
 	// recorded codec (lake.Config.PayloadCodec).
 	PayloadCodec lake.PayloadCodec
@@ -235,6 +245,8 @@ type runner struct {
 	readTime atomic.Int64
 	buf      []tidemark.Record
 	track    *tracker // what OnProgress needs across batches
+	stall    *stallWatch
+	disorder disorderMeter // the engine stage's
 	// opening is the lake while it is being opened (openLake); nil once
 	// awaitLake took it, or when it never was.
 	opening *lakeOpening
@@ -291,7 +303,33 @@ func (r *runner) awaitLake(ctx context.Context) error {
 	if err := r.checkSessionShards(ctx); err != nil {
 		return err
 	}
-	return r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: r.cfg.Name, Sources: r.cfg.Sources})
+	ck := checkpointRef(r.cfg.Lake, r.cfg.Checkpoint)
+	if err := r.lake.ClaimName(ctx, lake.NameClaim{Name: r.cfg.Name, ID: r.id, Checkpoint: ck}, r.cfg.TakeName); err != nil {
+		return err
+	}
+	return r.lake.RegisterShard(ctx, lake.ShardInfo{ID: r.id, Name: r.cfg.Name, Sources: r.cfg.Sources, Checkpoint: ck})
+}
+
+// checkpointRef is how the lake records where a stream's checkpoint is
+// (lake.NameClaim): "<lake>/..." when it is inside the lake, so a lake
+// copied with its checkpoints keeps its names, else the location itself
+// (absolute, for a local one).
+func checkpointRef(lakeLoc, ck string) string {
+	if !strings.HasPrefix(lakeLoc, "s3://") {
+		if abs, err := filepath.Abs(lakeLoc); err == nil {
+			lakeLoc = abs
+		}
+	}
+	if !strings.HasPrefix(ck, "s3://") {
+		if abs, err := filepath.Abs(ck); err == nil {
+			ck = abs
+		}
+	}
+	lakeLoc = strings.TrimSuffix(lakeLoc, "/")
+	if rest, ok := strings.CutPrefix(ck, lakeLoc+"/"); ok {
+		return "<lake>/" + rest
+	}
+	return ck
 }
 
 // abandonLake waits for a lake still being opened, for a runner that stops
@@ -319,9 +357,11 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	if cfg.MetricsAddr != "" {
 		warnExposed(ctx, cfg.Logger, cfg.MetricsAddr)
 		r.metrics = newMetrics(cfg)
-		if err := r.metrics.serve(cfg.MetricsAddr); err != nil {
+		addr, err := r.metrics.serve(cfg.MetricsAddr, cfg.MetricsFallback)
+		if err != nil {
 			return nil, err
 		}
+		cfg.Logger.Info("status page at http://"+addr+"/ (Prometheus metrics at /metrics)", "metrics_addr", addr)
 	}
 	lakeStore := cfg.LakeStore
 	if lakeStore == nil {

@@ -17,6 +17,7 @@ type sourceMark struct {
 	HasEventTime bool  // false while the source has sent only quarantined lines
 	HasWatermark bool  // the source has a level (see source.level)
 	Idle         bool  // silent for IdleTimeout at now: not holding W back
+	LastSeen     int64 // unix ns of the last batch holding a line of the source; 0 for none
 }
 
 // sourceWatermarks returns the watermark of every source that has one, by
@@ -39,7 +40,7 @@ func (e *Engine) sourceMarks(now time.Time) []sourceMark {
 	idle := int64(e.cfg.IdleTimeout)
 	out := make([]sourceMark, 0, len(e.sources))
 	for name, s := range e.sources {
-		m := sourceMark{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax}
+		m := sourceMark{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen}
 		if lvl, ok := s.level(); ok {
 			m.Watermark, m.HasWatermark = tidemark.SubSat(lvl, e.cfg.lateness(name)), true
 		}

@@ -23,9 +23,9 @@ func TestSourceMarks(t *testing.T) {
 	res := e.Process([]tidemark.Record{rec("a", 30)}, now.Add(6*time.Second))
 	marks := e.sourceMarks(now.Add(6 * time.Second))
 	want := []sourceMark{
-		{Name: "a", MaxEventTime: 30e6, Watermark: 28e6, HasEventTime: true, HasWatermark: true},
-		{Name: "b", MaxEventTime: 20e6, Watermark: 18e6, HasEventTime: true, HasWatermark: true, Idle: true},
-		{Name: "c", Idle: true},
+		{Name: "a", MaxEventTime: 30e6, Watermark: 28e6, HasEventTime: true, HasWatermark: true, LastSeen: now.Add(6 * time.Second).UnixNano()},
+		{Name: "b", MaxEventTime: 20e6, Watermark: 18e6, HasEventTime: true, HasWatermark: true, Idle: true, LastSeen: now.UnixNano()},
+		{Name: "c", Idle: true, LastSeen: now.UnixNano()},
 	}
 	if len(marks) != len(want) {
 		t.Fatalf("got %+v, want %+v", marks, want)

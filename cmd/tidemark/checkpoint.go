@@ -133,7 +133,11 @@ func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 		fmt.Fprintf(tw, "pending\tbatch %d (%d lines, read at %s) logged but not committed: %s\n",
 			p.BatchID, p.Rows, tidemark.FormatTime(p.ReadTime.UnixMicro()), why)
 	}
-	fmt.Fprintf(tw, "watermark\t%s\n", opt(r.Watermark))
+	if r.HeldBy != "" {
+		fmt.Fprintf(tw, "watermark\t%s (source %s holds it)\n", opt(r.Watermark), r.HeldBy)
+	} else {
+		fmt.Fprintf(tw, "watermark\t%s\n", opt(r.Watermark))
+	}
 	state := fmt.Sprintf("%d open windows, %d (window, key) rows, ~%s in memory, %s checkpointed",
 		r.OpenWindows, r.StateRows, iec(float64(r.StateBytes)), iec(float64(r.EncodedStateBytes)))
 	if r.OpenFrom != nil {
@@ -150,6 +154,13 @@ func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 		fmt.Fprintf(tw, "  watermark\t%s\n", opt(s.Watermark))
 		if s.LastSeen != nil {
 			fmt.Fprintf(tw, "  last line read\t%s\n", ago(*s.LastSeen))
+		}
+		if h := s.HeldBy; h != nil {
+			at := ""
+			if h.EventTime != nil {
+				at = " at " + opt(h.EventTime)
+			}
+			fmt.Fprintf(tw, "  held back by\t%s%s (%s)\n", h.Path, at, h.Advice(now))
 		}
 		if len(s.Files) == 0 {
 			fmt.Fprintf(tw, "  files\tnone\n")

@@ -50,12 +50,13 @@ func streamCommand() *cli.Command {
 			&cli.BoolFlag{Name: "print", Usage: "print each emitted window as a JSON line on stdout", EnvVars: env("print")},
 		}, lakeFlags(), []cli.Flag{ // the shared --lake/--s3-endpoint, kept at their place in --help
 			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint location (default: <lake>/_checkpoints/<name>)", EnvVars: env("checkpoint")},
-			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name: the checkpoint's name and the lake's txn app id", EnvVars: env("name")},
+			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name, unique in the lake: names the default checkpoint and this stream in the shards command and on the status page; a second stream with a name the lake has for another checkpoint is refused (the lake's txn app id is not the name but the stream id, a UUID in the checkpoint's metadata.json)", EnvVars: env("name")},
+			&cli.BoolFlag{Name: "take-name", Usage: "claim --name in the lake although another checkpoint holds it: once after moving a checkpoint, or to replace a stream whose checkpoint is gone (input it read is read again)", EnvVars: env("take-name")},
 			&cli.StringFlag{Name: "progress", Usage: "write one JSON progress line per batch to this file (default: stderr)", EnvVars: env("progress")},
 			&cli.StringFlag{Name: "state-store", Value: "memory", Usage: "where open windows live: memory, or pebble (a local Pebble database, for state larger than memory; the checkpoint stays the record)", EnvVars: env("state-store")},
 			&cli.StringFlag{Name: "state-dir", Usage: "with --state-store pebble: the database's local directory (default: <user cache dir>/tidemark/state/<stream id>)", EnvVars: env("state-dir")},
 			&cli.StringFlag{Name: "memory-limit", Value: "auto", Usage: "soft memory limit of the Go GC: auto (320MiB plus twice the open state's heap, raised as it grows), off (Go's default or GOMEMLIMIT), or a size such as 512MiB", EnvVars: env("memory-limit")},
-			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default: off)", EnvVars: env("metrics-addr")},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "serve the status page (/) and Prometheus metrics (/metrics) on this address; \"\" or off: none (default: a following stream serves on " + stream.DefaultMetricsAddr + ", or a free loopback port if that is taken, and logs where; --once: off)", EnvVars: env("metrics-addr")},
 			&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links of local sources wherever they lead (default: only links that stay inside the source directory)", EnvVars: env("follow-symlinks")},
 			shardIdleFlag(),
 			&cli.StringFlag{Name: "payload-codec", Usage: "Parquet codec of the lake's payload column: zstd, snappy or lz4_raw (default: the lake's, snappy for a new lake)", EnvVars: env("payload-codec")},
@@ -140,6 +141,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.S3 = store.S3Config{Endpoint: c.String("s3-endpoint")}
 	cfg.Checkpoint = c.String("checkpoint")
 	cfg.Name = c.String("name")
+	cfg.TakeName = c.Bool("take-name")
 	cfg.MaxBatchRows = c.Int("max-batch-rows")
 	cfg.Trigger = c.Duration("trigger")
 	cfg.Once = c.Bool("once")
@@ -148,6 +150,12 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.FollowSymlinks = c.Bool("follow-symlinks")
 	cfg.Rescan = c.Duration("rescan-interval")
 	cfg.MetricsAddr = c.String("metrics-addr")
+	switch {
+	case cfg.MetricsAddr == "off":
+		cfg.MetricsAddr = ""
+	case !c.IsSet("metrics-addr") && !cfg.Once:
+		cfg.MetricsAddr, cfg.MetricsFallback = stream.DefaultMetricsAddr, true
+	}
 	limit, err := stream.ParseMemoryLimit(c.String("memory-limit"))
 	if err != nil {
 		return cfg, err

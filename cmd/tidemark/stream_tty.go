@@ -78,6 +78,9 @@ func (t *terminal) observe(p stream.Progress) {
 		t.rate = t.rateOf(p, now) + " lines/s"
 		lines = append(lines, statusLine(p, t.rate))
 	}
+	if p.Stalled != nil { // the log warns too, rate-limited; the display says it while it lasts
+		lines = append(lines, "stalled: "+p.Stalled.Message())
+	}
 	t.last, t.seen, t.prev = p, true, now
 	t.redraw(lines)
 }
@@ -98,7 +101,11 @@ func (t *terminal) tick() {
 	if idle := t.now().Sub(t.prev); idle >= idleAfter {
 		rate = fmt.Sprintf("waiting for data %s", idle.Round(time.Second))
 	}
-	t.redraw([]string{statusLine(t.last, rate)})
+	lines := []string{statusLine(t.last, rate)}
+	if t.last.Stalled != nil {
+		lines = append(lines, "stalled: "+t.last.Stalled.Message())
+	}
+	t.redraw(lines)
 }
 
 // startTicker runs tick every interval until the returned stop is called

@@ -127,3 +127,24 @@ func TestTerminalIdle(t *testing.T) {
 		t.Errorf("tick after clear drew %q", out.String())
 	}
 }
+
+// A stalled watermark is named under the status line while it lasts.
+func TestTerminalStall(t *testing.T) {
+	tty, out := fakeTerminal(false, 400)
+	st := &stream.Stall{Source: "logs", File: "day-01.log", For: "2m0s", Silent: "2m3s", IdleTimeout: "0s", Release: "--idle-timeout 2m0s"}
+	tty.observe(stream.Progress{BatchID: 4, Rows: 10, Stalled: st, Totals: stream.Summary{Quarantined: map[tidemark.Reason]int64{}}})
+	want := "stalled: the watermark has not moved for 2m0s: file day-01.log of source logs holds it (no new line for 2m3s; --idle-timeout 2m0s would release it)"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("display %q lacks %q", out.String(), want)
+	}
+	out.Reset()
+	tty.tick()
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("redrawn display %q lacks the stall", out.String())
+	}
+	out.Reset()
+	tty.observe(stream.Progress{BatchID: 5, Rows: 10, Totals: stream.Summary{Quarantined: map[tidemark.Reason]int64{}}})
+	if strings.Contains(out.String(), "stalled:") {
+		t.Errorf("the watermark moved, the display still says %q", out.String())
+	}
+}
