@@ -93,6 +93,8 @@ func (c RunnerConfig) Validate() error {
 		return errors.New("--window is required, e.g. --window 10m")
 	case c.Engine.Lateness < 0:
 		return fmt.Errorf("--lateness must not be negative, got %s", c.Engine.Lateness)
+	case c.Decoder.MaxFuture < 0:
+		return fmt.Errorf("--max-future must be positive, got %s", c.Decoder.MaxFuture)
 	case c.Engine.IdleTimeout < 0:
 		return fmt.Errorf("--idle-timeout must not be negative, got %s", c.Engine.IdleTimeout)
 	case c.MaxBatchRows < 0:

@@ -41,7 +41,7 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "output-mode", Value: "append", Usage: "append: emit each window once, when it closes; update: also emit changed windows every batch", EnvVars: env("output-mode")},
 			&cli.StringFlag{Name: "watermark-policy", Value: "min", Usage: "combine per-source watermarks with min or max", EnvVars: env("watermark-policy")},
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "a source silent this long stops holding back the watermark (0: never)", EnvVars: env("idle-timeout")},
-			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival", EnvVars: env("max-future")},
+			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival (a positive duration; 0 and negative values are refused)", EnvVars: env("max-future")},
 			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "quarantine longer lines as line_too_long", EnvVars: env("max-line-bytes")},
 			&cli.IntFlag{Name: "max-batch-rows", Value: stream.DefaultMaxBatchRows, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows"), Action: atLeastOne("max-batch-rows")},
 			&cli.DurationFlag{Name: "trigger", Usage: "minimum interval between micro-batches (0: as soon as data arrives)", EnvVars: env("trigger")},
@@ -82,6 +82,9 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		if spec, err = tidemark.NewWindowSpec(c.Duration("window"), c.Duration("slide")); err != nil {
 			return cfg, fmt.Errorf("--window/--slide: %w", err)
 		}
+	}
+	if d := c.Duration("max-future"); c.IsSet("max-future") && d <= 0 {
+		return cfg, fmt.Errorf("--max-future %s: want a positive duration, e.g. 1h or 5m (how far an event's time may be ahead of when it was read; there is no way to turn the guard off, since one event stamped 2099 would move the watermark to 2099)", d)
 	}
 	lateRule, err := stream.ParseLateRule(c.String("late-rule"))
 	if err != nil {
