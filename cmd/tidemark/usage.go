@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"tidemark/ingest"
 )
 
 // Usage errors are one line: what was wrong, what was probably meant, and
@@ -167,7 +169,7 @@ func suggest(names []string, name string, synonyms map[string]string) string {
 	}
 	best, bestD := "", 1<<30
 	for _, n := range names {
-		if d := editDistance(n, name); d < bestD {
+		if d := ingest.EditDistance(n, name); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -175,30 +177,4 @@ func suggest(names []string, name string, synonyms map[string]string) string {
 		return best
 	}
 	return ""
-}
-
-// editDistance is the Damerau-Levenshtein distance (optimal string
-// alignment) between a and b, in bytes: a swap of two letters is one edit.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

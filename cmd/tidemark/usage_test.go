@@ -69,14 +69,3 @@ func TestNoArgumentsShowsHelp(t *testing.T) {
 		t.Errorf("exit %d, stdout %q: want the app's help", code, stdout)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"window", "windw", 1}, {"lateness", "lateenss", 1}, {"abc", "xyz", 3}, {"key", "", 3}} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
