@@ -227,6 +227,10 @@ type progress struct {
 	Drain      bool                      `json:"drain,omitempty"`
 	// Shards is set on a lake other streams write too (see shardsOf).
 	Shards *shardProgress `json:"shards,omitempty"`
+	// MissingFields are the --key and --value fields missing (or null) in
+	// every valid row of the batch: a misspelt field, or a producer that
+	// stopped writing it.
+	MissingFields []string `json:"missing_fields,omitempty"`
 }
 
 // shardProgress is the shared-lake part of a progress line: this stream is
@@ -294,6 +298,8 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 		p.Quarantined[string(reason)] = n
 	}
 	p.NumInputRows = int64(len(recs))
+	p.MissingFields = counts.missing
+	r.warnMissing(entry.BatchID, counts.missing, r.cfg.Clock())
 	if took > 0 {
 		p.RowsPerSecond = math.Round(float64(len(recs))/took.Seconds()*10) / 10
 	}

@@ -48,6 +48,7 @@ func streamCommand() *cli.Command {
 			&cli.BoolFlag{Name: "once", Usage: "process everything available now, then exit (open windows stay in the checkpoint)", EnvVars: env("once")},
 			&cli.BoolFlag{Name: "drain", Usage: "with --once: then close every open window (a backfill)", EnvVars: env("drain")},
 			&cli.BoolFlag{Name: "print", Usage: "print each emitted window as a JSON line on stdout", EnvVars: env("print")},
+			&cli.BoolFlag{Name: "no-first-batch-check", Usage: "commit a new stream's first batch whatever it holds (by default a first batch that shows a wrong --time-field, --time-unit, --format, --key or --value stops the stream before it writes anything, with the fix)", EnvVars: env("no-first-batch-check")},
 		}, lakeFlags(), []cli.Flag{ // the shared --lake/--s3-endpoint, kept at their place in --help
 			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint location (default: <lake>/_checkpoints/<name>)", EnvVars: env("checkpoint")},
 			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name: the checkpoint's name and the lake's txn app id", EnvVars: env("name")},
@@ -149,6 +150,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.Drain = c.Bool("drain")
 	cfg.Poll = c.Bool("poll")
 	cfg.FollowSymlinks = c.Bool("follow-symlinks")
+	cfg.NoFirstBatchCheck = c.Bool("no-first-batch-check")
 	cfg.Rescan = c.Duration("rescan-interval")
 	cfg.MetricsAddr = c.String("metrics-addr")
 	limit, err := stream.ParseMemoryLimit(c.String("memory-limit"))
