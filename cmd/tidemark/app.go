@@ -35,6 +35,7 @@ func newApp() *cli.App {
 			compactCommand(),
 			vacuumCommand(),
 			repairCommand(),
+			requeueCommand(),
 			checkpointCommand(),
 		}),
 		Flags: []cli.Flag{

@@ -67,7 +67,9 @@ func TestFirstBatchMistakes(t *testing.T) {
 		t.Skip("full tier: runs the binary twice per case")
 	}
 	now := time.Now().UTC().Truncate(time.Minute).Add(-2 * time.Hour)
-	rfc := func(i int) any { return now.Add(time.Duration(i) * time.Second).In(time.FixedZone("", 2*3600)).Format("2006-01-02T15:04:05.000-07:00") }
+	rfc := func(i int) any {
+		return now.Add(time.Duration(i) * time.Second).In(time.FixedZone("", 2*3600)).Format("2006-01-02T15:04:05.000-07:00")
+	}
 	ms := func(i int) any { return now.Add(time.Duration(i) * time.Second).UnixMilli() }
 	secs := func(i int) any { return now.Add(time.Duration(i) * time.Second).Unix() }
 	csvInput := func(t *testing.T) string {
