@@ -228,12 +228,16 @@ func TestRequeueIdentityProperty(t *testing.T) {
 	kinds := []func(r *rand.Rand) string{
 		func(r *rand.Rand) string { return line(`"event_time":"2026-01-01T11:00:00Z",`, "") },
 		func(r *rand.Rand) string { return line(`"ts":"2026-01-01T11:00:00Z",`, "") },
-		func(r *rand.Rand) string { return line(fmt.Sprintf(`"event_time":%d,`, 1767265200000+r.Int64N(1000)), "") },
+		func(r *rand.Rand) string {
+			return line(fmt.Sprintf(`"event_time":%d,`, 1767265200000+r.Int64N(1000)), "")
+		},
 		func(r *rand.Rand) string { return line(fmt.Sprintf(`"ts":%d,`, 1767265200000+r.Int64N(1000)), "") },
 		func(r *rand.Rand) string { return line(`"event_time":"2026/01/01 11:00:00",`, "") },
 		func(r *rand.Rand) string { return line(`"event_time":"2026-01-02T11:00:00Z",`, "") },
 		func(r *rand.Rand) string { return `{"event_time":"2026-01-01T11:00:00Z","page":` },
-		func(r *rand.Rand) string { return line(`"event_time":"2026-01-01T11:00:00Z",`, `,"pad":"`+strings.Repeat("y", 60+r.IntN(40))+`"`) },
+		func(r *rand.Rand) string {
+			return line(`"event_time":"2026-01-01T11:00:00Z",`, `,"pad":"`+strings.Repeat("y", 60+r.IntN(40))+`"`)
+		},
 	}
 	for seed := range uint64(20) {
 		r := rand.New(rand.NewPCG(seed, 7))
