@@ -71,6 +71,10 @@ type RequeueIntent struct {
 	Created  int64           `json:"created"`  // µs, the lake's clock
 	Settings json.RawMessage `json:"settings"` // how the rows were decoded; the lake does not read it
 	Rows     []QuarantineID  `json:"rows"`     // in the order of the records CommitRequeue gets
+	// Payloads holds, by index into Rows, the whole lines of rows
+	// quarantined as too long, read again from their files (quarantine
+	// kept only their first bytes), so a rerun decodes what this run did.
+	Payloads map[int][]byte `json:"payloads,omitempty"`
 }
 
 // Moved is one line that moves: the valid record decoded from its

@@ -105,15 +105,20 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 		}
 	}
 	var moved []lake.Moved
+	whole := map[int][]byte{}
 	err = lk.ScanQuarantine(ctx, func(row lake.QuarantineRow) error {
 		rep.Read++
-		rec, why := decode(dec, cfg.Decoder, row)
+		full := wholeLine(row, cfg.Decoder)
+		rec, why := decode(dec, cfg.Decoder, row, full)
 		if why != tidemark.ReasonNone {
 			rep.Stayed[why]++
 			return nil
 		}
 		rep.Moved[tidemark.Reason(row.Reason)]++
 		if !cfg.DryRun {
+			if full != nil {
+				whole[len(moved)] = full
+			}
 			moved = append(moved, lake.Moved{ID: row.ID(), Record: rec})
 		}
 		return nil
@@ -129,6 +134,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 		return nil, fmt.Errorf("requeue: %w", err)
 	}
 	in := lake.RequeueIntent{RunID: cfg.RunID, Created: cfg.Clock().UnixMicro(), Settings: settings, Rows: make([]lake.QuarantineID, len(moved))}
+	if len(whole) > 0 {
+		in.Payloads = whole
+	}
 	for i, m := range moved {
 		in.Rows[i] = m.ID
 	}
@@ -168,7 +176,7 @@ func finishInterrupted(ctx context.Context, lk *lake.Lake, log *slog.Logger) (in
 		}
 		moved := make([]lake.Moved, len(rows))
 		for j, row := range rows {
-			rec, why := decode(dec, dc, row)
+			rec, why := decode(dec, dc, row, in.Payloads[j])
 			if why != tidemark.ReasonNone {
 				return n, fmt.Errorf("requeue: complete run %s: row %v no longer decodes (%s)", in.RunID, row.ID(), why)
 			}
@@ -184,17 +192,40 @@ func finishInterrupted(ctx context.Context, lk *lake.Lake, log *slog.Logger) (in
 }
 
 // ReasonCut is the reason a line_too_long row stays: quarantine kept only
-// its first --max-line-bytes bytes, so no setting can make it whole.
+// its first --max-line-bytes bytes, and its file could not be read again
+// (gone, compressed, an S3 object, rewritten, or the line is still longer
+// than --max-line-bytes).
 const ReasonCut tidemark.Reason = "line_too_long (cut when quarantined)"
 
 var lineLength = regexp.MustCompile(`^line is (\d+) bytes`)
 
+// wholeLine reads again from its local file the whole line of a row
+// quarantined as too long (quarantine kept its first bytes); nil when the
+// row is not such a row or the line cannot be read (ingest.ReadLineAt).
+func wholeLine(row lake.QuarantineRow, cfg ingest.DecoderConfig) []byte {
+	if tidemark.Reason(row.Reason) != tidemark.ReasonLineTooLong {
+		return nil
+	}
+	max := cfg.MaxLineBytes
+	if max == 0 {
+		max = ingest.DefaultMaxLineBytes
+	}
+	full, err := ingest.ReadLineAt(row.Source, row.File, row.Offset, row.Payload, max)
+	if err != nil {
+		return nil
+	}
+	return full
+}
+
 // decode decodes one quarantine row as the stream would have: the line
-// read at the row's ingest time (its arrival, unless an arrival field says
-// otherwise). It returns the valid record, or the reason it still fails.
-func decode(dec ingest.Decoder, cfg ingest.DecoderConfig, row lake.QuarantineRow) (tidemark.Record, tidemark.Reason) {
+// (full, when read again whole, else the row's payload) read at the row's
+// ingest time (its arrival, unless an arrival field says otherwise). It
+// returns the valid record, or the reason it still fails.
+func decode(dec ingest.Decoder, cfg ingest.DecoderConfig, row lake.QuarantineRow, full []byte) (tidemark.Record, tidemark.Reason) {
 	payload := row.Payload
-	if tidemark.Reason(row.Reason) == tidemark.ReasonLineTooLong {
+	if full != nil {
+		payload = full
+	} else if tidemark.Reason(row.Reason) == tidemark.ReasonLineTooLong {
 		m := lineLength.FindStringSubmatch(row.Error)
 		n, err := strconv.Atoi(cmpOr(m))
 		if err != nil || n != len(payload) {

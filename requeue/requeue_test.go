@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,7 +184,7 @@ func TestRequeueCompletesAnInterruptedRun(t *testing.T) {
 	var moved []lake.Moved
 	in := lake.RequeueIntent{RunID: "killed", Settings: []byte(`{"TimeField":"ts","Keys":["page"],"ValueField":"v"}`)}
 	lk.ScanQuarantine(ctx, func(r lake.QuarantineRow) error {
-		rec, why := decode(dec, cfg, r)
+		rec, why := decode(dec, cfg, r, nil)
 		if why != "" {
 			t.Fatalf("row %v: %s", r.ID(), why)
 		}
@@ -270,6 +273,62 @@ func TestRequeueIdentityProperty(t *testing.T) {
 			if int64(len(raw)-len(rawBefore)) != rep.MovedTotal() || dry.MovedTotal() != rep.MovedTotal() || rep.Read != rep.MovedTotal()+rep.StayedTotal() {
 				t.Fatalf("seed %d: raw grew %d, run moved %d, dry run said %d, read %d", seed, len(raw)-len(rawBefore), rep.MovedTotal(), dry.MovedTotal(), rep.Read)
 			}
+		}
+	}
+}
+
+// A line quarantined as too long kept only its first bytes: with a raised
+// --max-line-bytes requeue reads it again whole from its file and moves it
+// (payload byte-exact); from a file rewritten since, it stays.
+func TestRequeueLineTooLongRereadsTheFile(t *testing.T) {
+	ctx := context.Background()
+	for _, rewritten := range []bool{false, true} {
+		lk := newLake(t)
+		dir := t.TempDir()
+		good := line(`"event_time":"2026-01-01T11:00:00Z",`, "")
+		long := line(`"event_time":"2026-01-01T11:00:01Z",`, `,"pad":"`+strings.Repeat("z", 300)+`"`)
+		path := filepath.Join(dir, "a.ndjson")
+		if err := os.WriteFile(path, []byte(good+"\n"+long+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		const max = 100
+		recs := []tidemark.Record{
+			{Source: dir, File: "a.ndjson", Offset: 0, Payload: []byte(good), Arrival: ingestAt.UnixMicro()},
+			{Source: dir, File: "a.ndjson", Offset: int64(len(good) + 1), Payload: []byte(long[:max]), Arrival: ingestAt.UnixMicro(),
+				Reason: tidemark.ReasonLineTooLong, Err: fmt.Sprintf("line is %d bytes, over the limit of %d", len(long), max)},
+		}
+		dec, _ := ingest.NewDecoder(ingest.DecoderConfig{Keys: []string{"page"}, ValueField: "v"})
+		dec.Decode(&recs[0])
+		if err := lk.AppendBatch(ctx, lake.Batch{AppID: "s", BatchID: 0, Records: recs, IngestTime: ingestAt.UnixMicro()}); err != nil {
+			t.Fatal(err)
+		}
+		if rewritten {
+			if err := os.WriteFile(path, []byte(strings.Repeat("x", 2000)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := Run(ctx, lk, Config{Decoder: ingest.DecoderConfig{MaxLineBytes: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rewritten {
+			if rep.Stayed[ReasonCut] != 1 || rep.MovedTotal() != 0 {
+				t.Errorf("rewritten file: moved %v, stayed %v; want it to stay as cut", rep.Moved, rep.Stayed)
+			}
+			continue
+		}
+		if rep.Moved[tidemark.ReasonLineTooLong] != 1 {
+			t.Fatalf("moved %v, stayed %v; want the long line moved", rep.Moved, rep.Stayed)
+		}
+		var payloads []string
+		lk.ScanRaw(ctx, lake.RawQuery{From: lake.AllFrom, To: lake.AllTo, Columns: []string{lake.ColPayload}}, func(b lake.RawBatch) error {
+			for i := range b.N {
+				payloads = append(payloads, string(b.Payload[i]))
+			}
+			return nil
+		})
+		if !slices.Contains(payloads, long) {
+			t.Errorf("raw_events payloads %q lack the whole long line", payloads)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func requeueCommand() *cli.Command {
 			&cli.StringFlag{Name: "time-layout", Usage: "Go time layout for event times that are not RFC 3339 or epoch numbers", EnvVars: env("time-layout")},
 			&cli.StringFlag{Name: "arrival-field", Usage: "field holding the time the event was received (default: when the stream read the line)", EnvVars: env("arrival-field")},
 			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "lines with an event time more than this far ahead of their arrival stay quarantined (a positive duration)", EnvVars: env("max-future")},
-			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "longer lines stay quarantined (a line the stream cut at its own limit cannot be requeued)", EnvVars: env("max-line-bytes")},
+			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "longer lines stay quarantined; a line quarantined as too long is read again whole from its local file (quarantine kept only its first bytes)", EnvVars: env("max-line-bytes")},
 			&cli.StringFlag{Name: "min-event-time", Usage: "lines with an event time before this stay quarantined (RFC 3339 or a date, UTC)", EnvVars: env("min-event-time")},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would move and what would stay, by reason; change nothing", EnvVars: env("dry-run")},
 		),
