@@ -107,7 +107,7 @@ func openS3With(ctx context.Context, spec string, cfg SourceConfig, opt s3Option
 	}
 	if err := s.poll(ctx, byKey); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("open source %s: %w", spec, err)
+		return nil, fmt.Errorf("open source %s: %w", spec, opt.S3.ExplainS3(err))
 	}
 	return s, nil
 }
@@ -211,7 +211,7 @@ func (s *s3Source) pollLogged(ctx context.Context) error {
 			return ctx.Err()
 		}
 		s.lastPoll, s.needPoll = s.cfg.Clock(), false
-		s.cfg.Logger.Warn("listing failed; will retry", "source", s.name, "error", err)
+		s.cfg.Logger.Warn("listing failed; will retry", "source", s.name, "error", s.cfg.S3.ExplainS3(err))
 	}
 	return nil
 }

@@ -19,52 +19,66 @@ type QuarantineRow struct {
 }
 
 // ScanQuarantine calls fn with every quarantine row of the latest version,
-// one file and row group at a time (bounded memory).
+// one file and row group at a time (bounded memory). Rows a requeue run has
+// already added to raw_events and not yet removed here are left out
+// (requeue.go), so no line is counted in both tables.
 func (l *Lake) ScanQuarantine(ctx context.Context, fn func(QuarantineRow) error) error {
 	h := l.tables[TableQuarantine]
 	snap, err := h.dt.Snapshot(ctx, -1)
 	if err != nil {
 		return fmt.Errorf("scan quarantine: %w", err)
 	}
-	cols := h.def.cols
-	data := make([]colData, len(cols))
-	at := func(name string) *colData { return &data[h.def.col(name)] }
+	skip, err := l.inFlightRequeues(ctx, snap)
+	if err != nil {
+		return fmt.Errorf("scan quarantine: %w", err)
+	}
 	for i := range snap.Files {
-		key := snap.Files[i].Key(h.dt.Path())
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := func() error {
-			fr, err := openFileReader(ctx, l.st, key)
-			if err != nil {
-				return err
+		err := l.readQuarantineFile(ctx, snap.Files[i].Key(h.dt.Path()), func(r QuarantineRow) error {
+			if skip[r.ID()] {
+				return nil
 			}
-			defer fr.Close()
-			for rg := range fr.numRowGroups() {
-				n, err := fr.readRowGroup(rg, cols, data)
-				if err != nil {
-					return err
-				}
-				for r := range n {
-					row := QuarantineRow{
-						Reason:     string(at("reason").bytes[r]),
-						Error:      string(at("error").bytes[r]),
-						Source:     string(at("source").bytes[r]),
-						File:       string(at("file").bytes[r]),
-						Offset:     at("offset").ints[r],
-						IngestTime: at("ingest_time").ints[r],
-						BatchID:    at("batch_id").ints[r],
-						Payload:    at("payload").bytes[r],
-					}
-					if err := fn(row); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}()
+			return fn(r)
+		})
 		if err != nil {
 			return fmt.Errorf("scan quarantine: %w", err)
+		}
+	}
+	return nil
+}
+
+// readQuarantineFile calls fn with every row of one quarantine data file.
+func (l *Lake) readQuarantineFile(ctx context.Context, key string, fn func(QuarantineRow) error) error {
+	h := l.tables[TableQuarantine]
+	cols := h.def.cols
+	data := make([]colData, len(cols))
+	at := func(name string) *colData { return &data[h.def.col(name)] }
+	fr, err := openFileReader(ctx, l.st, key)
+	if err != nil {
+		return err
+	}
+	defer fr.Close()
+	for rg := range fr.numRowGroups() {
+		n, err := fr.readRowGroup(rg, cols, data)
+		if err != nil {
+			return err
+		}
+		for r := range n {
+			row := QuarantineRow{
+				Reason:     string(at("reason").bytes[r]),
+				Error:      string(at("error").bytes[r]),
+				Source:     string(at("source").bytes[r]),
+				File:       string(at("file").bytes[r]),
+				Offset:     at("offset").ints[r],
+				IngestTime: at("ingest_time").ints[r],
+				BatchID:    at("batch_id").ints[r],
+				Payload:    at("payload").bytes[r],
+			}
+			if err := fn(row); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -115,6 +115,9 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.pipeline(ctx, batches, free); err != nil {
 		return err
 	}
+	if err := r.openDeferredLake(context.WithoutCancel(ctx)); err != nil { // no batch came
+		return err
+	}
 	if ctx.Err() != nil {
 		return nil // a clean stop: the batches read are committed
 	}

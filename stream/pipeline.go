@@ -129,6 +129,10 @@ func (r *runner) processLoop(ctx context.Context, batches <-chan readBatch, todo
 // files.
 func (r *runner) processBatch(ctx context.Context, b readBatch) (*inflight, error) {
 	f := &inflight{b: b, began: time.Now(), stated: make(chan struct{})}
+	if err := r.checkFirstBatch(ctx, b); err != nil {
+		close(f.stated)
+		return nil, err
+	}
 	region := trace.StartRegion(ctx, "engine")
 	res, err := r.processInMemory(b.entry, b.recs)
 	region.End()
@@ -144,6 +148,10 @@ func (r *runner) processBatch(ctx context.Context, b readBatch) (*inflight, erro
 		defer trace.StartRegion(ctx, "state").End()
 		f.ref, f.refErr = r.ck.writeState(ctx, b.entry.BatchID, r.engine, nil)
 	}()
+	if err := r.awaitLake(ctx); err != nil { // a new stream's, opened by checkFirstBatch
+		<-f.stated
+		return nil, err
+	}
 	f.batch = r.lakeBatch(b.entry, b.recs, res, nil)
 	region = trace.StartRegion(ctx, "prepare")
 	f.prepared = r.lake.PrepareBatch(ctx, f.batch)
@@ -207,6 +215,7 @@ func (r *runner) commitBatch(ctx context.Context, f *inflight) error {
 	counted.Go(func() {
 		defer trace.StartRegion(ctx, "count").End()
 		counts = countRecords(recs)
+		counts.missing = r.missingFields(recs)
 	})
 	region := trace.StartRegion(ctx, "lake")
 	err = r.lake.CommitBatch(ctx, f.batch, f.prepared)

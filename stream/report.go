@@ -238,6 +238,10 @@ type progress struct {
 	// Stalled names what holds the watermark back once it has not moved
 	// for RunnerConfig.StallAfter although lines arrive (stall.go).
 	Stalled *Stall `json:"stalled,omitempty"`
+	// MissingFields are the --key and --value fields missing (or null) in
+	// every valid row of the batch: a misspelt field, or a producer that
+	// stopped writing it.
+	MissingFields []string `json:"missing_fields,omitempty"`
 }
 
 // shardProgress is the shared-lake part of a progress line: this stream is
@@ -305,6 +309,8 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 		p.Quarantined[string(reason)] = n
 	}
 	p.NumInputRows = int64(len(recs))
+	p.MissingFields = counts.missing
+	r.warnMissing(entry.BatchID, counts.missing, r.cfg.Clock())
 	if took > 0 {
 		p.RowsPerSecond = math.Round(float64(len(recs))/took.Seconds()*10) / 10
 	}

@@ -74,6 +74,10 @@ type RunnerConfig struct {
 	// default only links resolving inside a source's root are followed.
 	FollowSymlinks bool
 
+	// NoFirstBatchCheck turns off the first-batch check of a new stream
+	// (firstbatch.go): its first batch is committed whatever it holds.
+	NoFirstBatchCheck bool
+
 	// LakeStore and CheckpointStore, when set, are used instead of opening
 	// Lake and Checkpoint (a caller with a store of its own; tests that
 	// inject write failures).
@@ -250,6 +254,12 @@ type runner struct {
 	// opening is the lake while it is being opened (openLake); nil once
 	// awaitLake took it, or when it never was.
 	opening *lakeOpening
+	// lakeStore, while set, is the store of a new stream's lake, opened
+	// once its first batch passed the check (firstbatch.go).
+	lakeStore store.Store
+	// missing and missingLogged: the fields warnMissing last logged, when.
+	missing       []string
+	missingLogged time.Time
 }
 
 // lakeOpening is a lake.Open running on a goroutine of its own.
@@ -369,7 +379,6 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 			return nil, fmt.Errorf("open lake %s: %w", cfg.Lake, err)
 		}
 	}
-	r.openLake(ctx, lakeStore)
 	region := trace.StartRegion(ctx, "open checkpoint")
 	defer func() { region.End() }()
 	ckStore := cfg.CheckpointStore
@@ -390,6 +399,11 @@ func newRunner(ctx context.Context, cfg RunnerConfig) (_ *runner, err error) {
 	rec, err := r.ck.recover(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if rec.commit == nil && rec.pending == nil && !cfg.NoFirstBatchCheck {
+		r.deferLake(lakeStore) // a new stream: its first batch is checked first
+	} else {
+		r.openLake(ctx, lakeStore)
 	}
 	resume := map[string]json.RawMessage{}
 	if rec.commit != nil {

@@ -61,6 +61,7 @@ func (s *Summary) count(c recordCounts) {
 type recordCounts struct {
 	ok, late    int64
 	quarantined map[tidemark.Reason]int64 // by reason: the invalid records
+	missing     []string                  // key and value fields no valid record has (ingest.MissingFields)
 }
 
 // countRecords counts recs by outcome.

@@ -19,7 +19,7 @@ import (
 // newApp builds the command tree. Actions return errors and never call
 // os.Exit, so tests can run the app in-process.
 func newApp() *cli.App {
-	return &cli.App{
+	return withUsageErrors(&cli.App{
 		Name:    "tidemark",
 		Usage:   "event-time windows from a stream, made exact by a nightly batch over a Delta Lake",
 		Version: tidemark.Version,
@@ -35,6 +35,7 @@ func newApp() *cli.App {
 			compactCommand(),
 			vacuumCommand(),
 			repairCommand(),
+			requeueCommand(),
 			checkpointCommand(),
 		}),
 		Flags: []cli.Flag{
@@ -42,15 +43,12 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "trace", Usage: "write an execution trace (go tool trace) of the run to this file", EnvVars: env("trace")},
 			&cli.StringFlag{Name: "huge-pages", Value: "auto", Usage: "ask Linux to back the first 512 MiB of the heap with transparent huge pages (fewer page faults; THP mode madvise): auto (a following stream takes them back once it has read its backlog), on or off", EnvVars: env("huge-pages")},
 		},
-		Before:    start,
-		After:     stopProfile,
-		Writer:    os.Stdout,
-		ErrWriter: os.Stderr,
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return fmt.Errorf("%w (see %s --help)", err, c.Command.HelpName)
-		},
+		Before:         start,
+		After:          stopProfile,
+		Writer:         os.Stdout,
+		ErrWriter:      os.Stderr,
 		ExitErrHandler: func(*cli.Context, error) {}, // main owns the exit code
-	}
+	})
 }
 
 // gcPercent is the GC's setting (GOGC) a process runs with when GOGC is

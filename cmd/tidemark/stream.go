@@ -41,13 +41,14 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "output-mode", Value: "append", Usage: "append: emit each window once, when it closes; update: also emit changed windows every batch", EnvVars: env("output-mode")},
 			&cli.StringFlag{Name: "watermark-policy", Value: "min", Usage: "combine per-source watermarks with min or max", EnvVars: env("watermark-policy")},
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "a source silent this long stops holding back the watermark (0: never)", EnvVars: env("idle-timeout")},
-			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival", EnvVars: env("max-future")},
+			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival (a positive duration; 0 and negative values are refused)", EnvVars: env("max-future")},
 			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "quarantine longer lines as line_too_long", EnvVars: env("max-line-bytes")},
 			&cli.IntFlag{Name: "max-batch-rows", Value: stream.DefaultMaxBatchRows, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows"), Action: atLeastOne("max-batch-rows")},
 			&cli.DurationFlag{Name: "trigger", Usage: "minimum interval between micro-batches (0: as soon as data arrives)", EnvVars: env("trigger")},
 			&cli.BoolFlag{Name: "once", Usage: "process everything available now, then exit (open windows stay in the checkpoint)", EnvVars: env("once")},
 			&cli.BoolFlag{Name: "drain", Usage: "with --once: then close every open window (a backfill)", EnvVars: env("drain")},
 			&cli.BoolFlag{Name: "print", Usage: "print each emitted window as a JSON line on stdout", EnvVars: env("print")},
+			&cli.BoolFlag{Name: "no-first-batch-check", Usage: "commit a new stream's first batch whatever it holds (by default a first batch that shows a wrong --time-field, --time-unit, --format, --key or --value stops the stream before it writes anything, with the fix)", EnvVars: env("no-first-batch-check")},
 		}, lakeFlags(), []cli.Flag{ // the shared --lake/--s3-endpoint, kept at their place in --help
 			&cli.StringFlag{Name: "checkpoint", Usage: "checkpoint location (default: <lake>/_checkpoints/<name>)", EnvVars: env("checkpoint")},
 			&cli.StringFlag{Name: "name", Value: "stream", Usage: "stream name, unique in the lake: names the default checkpoint and this stream in the shards command and on the status page; a second stream with a name the lake has for another checkpoint is refused (the lake's txn app id is not the name but the stream id, a UUID in the checkpoint's metadata.json)", EnvVars: env("name")},
@@ -83,6 +84,9 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		if spec, err = tidemark.NewWindowSpec(c.Duration("window"), c.Duration("slide")); err != nil {
 			return cfg, fmt.Errorf("--window/--slide: %w", err)
 		}
+	}
+	if d := c.Duration("max-future"); c.IsSet("max-future") && d <= 0 {
+		return cfg, fmt.Errorf("--max-future %s: want a positive duration, e.g. 1h or 5m (how far an event's time may be ahead of when it was read; there is no way to turn the guard off, since one event stamped 2099 would move the watermark to 2099)", d)
 	}
 	lateRule, err := stream.ParseLateRule(c.String("late-rule"))
 	if err != nil {
@@ -148,6 +152,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.Drain = c.Bool("drain")
 	cfg.Poll = c.Bool("poll")
 	cfg.FollowSymlinks = c.Bool("follow-symlinks")
+	cfg.NoFirstBatchCheck = c.Bool("no-first-batch-check")
 	cfg.Rescan = c.Duration("rescan-interval")
 	cfg.MetricsAddr = c.String("metrics-addr")
 	switch {

@@ -68,7 +68,11 @@ func runStream(c *cli.Context) (err error) {
 		cfg.OnProgress = settleWhenCaughtUp(cfg.OnProgress, cfg.MaxBatchRows)
 	}
 	sum, err := stream.Run(c.Context, cfg)
+	var mistake *stream.FirstBatchError
 	switch {
+	case errors.As(err, &mistake) && tty != nil:
+		tty.clear() // nothing was counted: no table, the error on a clean line
+	case errors.As(err, &mistake):
 	case sum != nil && (cfg.Once || err == nil) && tty != nil:
 		tty.finish(c.App.ErrWriter, sum)
 	case sum != nil && (cfg.Once || err == nil):

@@ -49,12 +49,12 @@ func OpenS3(ctx context.Context, bucket, prefix string, cfg S3Config) (*S3, erro
 			err = fmt.Errorf("bucket %s does not exist", bucket)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("open s3 store %s: %w", s, err)
+			return nil, fmt.Errorf("open s3 store %s: %w", s, cfg.ExplainS3(err))
 		}
 		return s, nil
 	}
 	if err := s.probe(ctx); err != nil {
-		return nil, fmt.Errorf("open s3 store %s: %w", s, err)
+		return nil, fmt.Errorf("open s3 store %s: %w", s, cfg.ExplainS3(err))
 	}
 	return s, nil
 }
