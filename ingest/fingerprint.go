@@ -36,6 +36,10 @@ func hashOf(b []byte) string {
 	return hex.EncodeToString(s[:idBytes])
 }
 
+// objectID is an S3 object's identity: its key and ETag (objects are
+// immutable; a new version is a new object).
+func objectID(key, etag string) string { return hashOf([]byte(key + "\x00" + etag)) }
+
 // print is the start of a file, decompressed: what identifies it.
 type print struct {
 	b []byte // the first fingerprintBytes bytes, or all there are

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -106,9 +107,12 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 // a logged batch held. Files that appeared since (not in end) and bytes past
 // end's offsets are read and discarded; the caller reopens at end.
 func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end ingest.Position, want int) ([]tidemark.Record, error) {
+	// By file identity where the position has one: a file renamed or
+	// compressed since the batch was logged is the same file.
 	limit := make(map[string]int64, len(end.Files))
 	for _, f := range end.Files {
-		limit[f.Path] = f.Offset
+		k := cmp.Or(f.ID, f.Path)
+		limit[k] = max(limit[k], f.Offset)
 	}
 	var chunk []tidemark.Record
 	for got := 0; got < want; {
@@ -121,7 +125,7 @@ func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end 
 			return dst, nil
 		}
 		for _, rec := range chunk {
-			if off, ok := limit[rec.File]; ok && rec.Offset < off {
+			if off, ok := limit[cmp.Or(rec.FileID, rec.File)]; ok && rec.Offset < off {
 				dst = append(dst, rec)
 				got++
 			}
