@@ -297,3 +297,85 @@ func headInts(s []int) []int {
 	}
 	return s
 }
+
+// TestCopiedSource: `cp -a` of a source directory (new inodes) to a new
+// place, of the source and the lake together, and a restore in place; the
+// stream run there reads only the lines it had not read, once.
+func TestCopiedSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full tier: runs the binary")
+	}
+	lines := func(first, n int) string {
+		var b strings.Builder
+		for i := first; i < first+n; i++ {
+			fmt.Fprintf(&b, `{"event_time":"2026-01-01T00:%02d:%02dZ","page":"/p","id":%d}`+"\n", i/60%60, i%60, i)
+		}
+		return b.String()
+	}
+	cpa := func(from, to string) {
+		if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+			t.Fatalf("cp -a: %v: %s", err, out)
+		}
+	}
+	for _, tc := range []string{"source to a new place", "source and lake", "restore in place"} {
+		t.Run(tc, func(t *testing.T) {
+			root := t.TempDir()
+			src, lakeDir := filepath.Join(root, "src"), filepath.Join(root, "lake")
+			writeFileT(t, filepath.Join(src, "a.log"), lines(0, 2000))
+			writeFileT(t, filepath.Join(src, "sub", "b.log"), lines(2000, 3)) // shorter than a fingerprint
+			var gz bytes.Buffer
+			z := gzip.NewWriter(&gz)
+			z.Write([]byte(lines(3000, 500)))
+			z.Close()
+			writeFileT(t, filepath.Join(src, "old", "c.log.1.gz"), gz.String())
+			streamArgs := func(src, lakeDir string) []string {
+				return []string{"stream", "--once", "--source", src, "--key", "page", "--window", "1m", "--lateness", "1h", "--lake", lakeDir}
+			}
+			if _, stderr, code := run(t, streamArgs(src, lakeDir)...); code != 0 {
+				t.Fatalf("first run: exit %d\n%s", code, stderr)
+			}
+			appendFile(t, filepath.Join(src, "a.log"), lines(2500, 10)) // after the first run, before the copy
+			want := 2000 + 3 + 500 + 10
+			switch tc {
+			case "source to a new place":
+				src2 := filepath.Join(root, "moved")
+				cpa(src, src2)
+				src = src2
+			case "source and lake":
+				root2 := filepath.Join(root, "copy")
+				if err := os.Mkdir(root2, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				cpa(src, filepath.Join(root2, "src"))
+				cpa(lakeDir, filepath.Join(root2, "lake"))
+				src, lakeDir = filepath.Join(root2, "src"), filepath.Join(root2, "lake")
+			case "restore in place":
+				backup := filepath.Join(root, "backup")
+				cpa(src, backup)
+				if err := os.RemoveAll(src); err != nil {
+					t.Fatal(err)
+				}
+				cpa(backup, src)
+			}
+			appendFile(t, filepath.Join(src, "sub", "b.log"), lines(2003, 2)) // after the copy
+			want += 2
+			if _, stderr, code := run(t, streamArgs(src, lakeDir)...); code != 0 {
+				t.Fatalf("run on the copy: exit %d\n%s", code, stderr)
+			}
+			got, rows := lakeIDs(t, lakeDir)
+			if rows != want || len(got) != want {
+				t.Errorf("%s: %d rows, %d distinct ids; want %d of each", tc, rows, len(got), want)
+			}
+		})
+	}
+}
+
+func writeFileT(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
