@@ -391,16 +391,14 @@ func (d *DirSource) unread(st *fileState) bool {
 // files not in end give none. With the same bounds the aligned reading
 // takes the batch's records in the order of the first time.
 func (d *DirSource) Limit(end Position) {
-	d.until = make(map[string]int64, len(end.Files))
+	d.until = make(map[string]int64, 2*len(end.Files))
 	for _, p := range end.Files {
-		k := untilKey(&p)
-		d.until[k] = max(d.until[k], p.Offset)
+		for _, k := range untilKeys(&p) {
+			d.until[k] = max(d.until[k], p.Offset)
+		}
 	}
 	for _, st := range d.files {
-		st.until = 0
-		if st.pos.ID != "" || st.pos.Hash != "" {
-			st.until = d.until[untilKey(&st.pos)]
-		}
+		st.until = d.untilOf(&st.pos)
 	}
 }
 

@@ -116,7 +116,7 @@ func (d *DirSource) identify(st *fileState, idx knownIndex) error {
 		d.byID[st.pos.ID] = append(d.byID[st.pos.ID], st)
 	}
 	if d.until != nil {
-		st.until = d.until[untilKey(&st.pos)]
+		st.until = d.untilOf(&st.pos)
 	}
 	return nil
 }
@@ -317,11 +317,27 @@ func (d *DirSource) sameContent(st *fileState) bool {
 	return true
 }
 
-// untilKey names a file in Limit's bounds: by identity, or by device and
-// inode for a position logged before content identity.
-func untilKey(p *FilePosition) string {
+// untilKeys are the names of a file in Limit's bounds: its identity, and
+// its device and inode, for a batch logged before content identity.
+func untilKeys(p *FilePosition) []string {
+	ino := "ino:" + strconv.FormatUint(p.Dev, 10) + ":" + strconv.FormatUint(p.Inode, 10)
 	if p.ID != "" {
-		return p.ID
+		return []string{p.ID, ino}
 	}
-	return "ino:" + strconv.FormatUint(p.Dev, 10) + ":" + strconv.FormatUint(p.Inode, 10)
+	return []string{ino}
+}
+
+// untilOf is the Limit bound of a file: by identity, else by inode (a
+// batch logged before content identity); 0 for a file the batch did not
+// know, or not identified yet.
+func (d *DirSource) untilOf(p *FilePosition) int64 {
+	if p.ID != "" {
+		if v, ok := d.until[p.ID]; ok {
+			return v
+		}
+	} else if p.Hash == "" {
+		return 0
+	}
+	keys := untilKeys(p)
+	return d.until[keys[len(keys)-1]]
 }

@@ -367,3 +367,24 @@ func TestIdentityZstdAndInodeReuse(t *testing.T) {
 	f.Close()
 	wantIDs(t, "inode reused", rescanRead(t, d), 60, 3)
 }
+
+// TestIdentityLimitLegacy: a batch logged before content identity (its end
+// position names files by inode) is replayed with the same bounds.
+func TestIdentityLimitLegacy(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "app.log")
+	writeFile(t, name, idLines(0, 20))
+	fi, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino := fileID(fi)
+	h, _ := legacyHash(name, fingerprintBytes)
+	start := Position{Files: []FilePosition{{Path: "app.log", Dev: dev, Inode: ino, Hash: h, HashLen: fingerprintBytes}}}
+	end := start
+	end.Files = []FilePosition{start.Files[0]}
+	end.Files[0].Offset = int64(len(idLines(0, 5)))
+	d := openTest(t, dir, SourceConfig{PollOnly: true}, start).(*DirSource)
+	d.Limit(end)
+	wantIDs(t, "replay of a legacy batch", summary(readAll(t, d, 100)), 0, 5)
+}

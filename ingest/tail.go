@@ -127,7 +127,9 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 			st.pos.Path = nrel
 			st.pos.Rotated = true // rotated away: it stops holding the watermark once read to its end
 		}
-		if !st.compressed && !st.borrowed && fi.Size() < st.r0() {
+		if st.compressed && st.pos.ID != "" && fi.Size() == st.size {
+			// immutable and unchanged: no need to decompress its start again
+		} else if !st.compressed && !st.borrowed && fi.Size() < st.r0() {
 			d.cfg.Logger.Warn("file truncated; reading it again from the start", "source", d.name, "file", nrel, "size", fi.Size(), "offset", st.pos.Offset)
 			st.reset(d, nrel, fi)
 		} else if !d.sameContent(st) {

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -107,12 +106,24 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 // a logged batch held. Files that appeared since (not in end) and bytes past
 // end's offsets are read and discarded; the caller reopens at end.
 func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end ingest.Position, want int) ([]tidemark.Record, error) {
-	// By file identity where the position has one: a file renamed or
-	// compressed since the batch was logged is the same file.
-	limit := make(map[string]int64, len(end.Files))
+	// By file identity where the position has one (a file renamed or
+	// compressed since the batch was logged is the same file), by path for
+	// a batch logged before file identity.
+	byID := make(map[string]int64, len(end.Files))
+	byPath := make(map[string]int64, len(end.Files))
 	for _, f := range end.Files {
-		k := cmp.Or(f.ID, f.Path)
-		limit[k] = max(limit[k], f.Offset)
+		if f.ID != "" {
+			byID[f.ID] = max(byID[f.ID], f.Offset)
+		} else {
+			byPath[f.Path] = f.Offset
+		}
+	}
+	limit := func(rec *tidemark.Record) (int64, bool) {
+		if off, ok := byID[rec.FileID]; ok && rec.FileID != "" {
+			return off, true
+		}
+		off, ok := byPath[rec.File]
+		return off, ok
 	}
 	var chunk []tidemark.Record
 	for got := 0; got < want; {
@@ -125,7 +136,7 @@ func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end 
 			return dst, nil
 		}
 		for _, rec := range chunk {
-			if off, ok := limit[cmp.Or(rec.FileID, rec.File)]; ok && rec.Offset < off {
+			if off, ok := limit(&rec); ok && rec.Offset < off {
 				dst = append(dst, rec)
 				got++
 			}
