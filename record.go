@@ -45,8 +45,12 @@ func (s Status) String() string {
 //
 // All times are microseconds since the Unix epoch, UTC.
 type Record struct {
-	Source  string // the --source value the line came from
-	File    string // file path or object key within the source
+	Source string // the --source value the line came from
+	File   string // file path or object key within the source
+	// FileID is the file's identity, the same under any name, rotation,
+	// compression or copy of it (docs/file-identity.md): with Offset it
+	// names the line for good. Empty where the source has none.
+	FileID  string
 	Offset  int64  // byte offset of the line's first byte in the (decompressed) file
 	Payload []byte // the raw line, byte-exact, without its trailing newline
 

@@ -28,10 +28,12 @@ import (
 //
 // With SourceConfig.Once it reads what was there at Open and stops. Without
 // it, it tails: files grow and only complete lines are read; files are
-// identified by device+inode verified by a hash of their first bytes, so a
-// renamed (rotated) file continues where it was, a truncated one
-// (copytruncate) restarts at 0, a reused inode is a new file, and deleted
-// files leave the Position. Changes are found by fsnotify plus a periodic
+// identified by their content (identity.go: a hash of their first bytes,
+// decompressed; device+inode only as a hint), so a renamed (rotated) file
+// continues where it was, a compressed or copied rotation or a restored
+// copy continues from where the file it copies was read to, a truncated one
+// restarts at 0, a reused inode is a new file, and deleted files leave the
+// Position (for Position.Gone). Changes are found by fsnotify plus a periodic
 // full rescan (the backstop for lost events), or by the rescan alone with
 // PollOnly.
 //
@@ -52,10 +54,16 @@ type DirSource struct {
 	queue   alignQueue // files a Read may take records from
 	keys    []alignKey
 	// until, during the replay of a logged batch (Limit), bounds each
-	// file by identity: records at or past the offset are not returned,
-	// and a file not in it gives none. nil otherwise.
-	until map[[2]uint64]int64
-	pool  readPool // the files' read buffers, reused once Recycle allows
+	// file by identity (untilKey): records at or past the offset are not
+	// returned, and a file not in it gives none. nil otherwise.
+	until map[string]int64
+	// gone holds files read that are no longer there, by ID, and
+	// goneOrder their IDs, oldest first (identity.go); byID indexes the
+	// tracked files by ID.
+	gone      map[string]FilePosition
+	goneOrder []string
+	byID      map[string][]*fileState
+	pool      readPool // the files' read buffers, reused once Recycle allows
 
 	watcher    *fsnotify.Watcher
 	watched    map[string]bool   // absolute directory paths
@@ -89,6 +97,11 @@ type fileState struct {
 	// cannot be read must not stop every window from closing. Under Once
 	// it is given up for the run.
 	unreadable bool
+	// borrowed: the position was taken from another file of the same
+	// identity (a copy, a rotation found by content), not reached by
+	// reading this one, so the file being shorter than it is no
+	// truncation.
+	borrowed bool
 }
 
 func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*DirSource, error) {
@@ -100,7 +113,7 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		root = real // the root the user named is followed; links under it obey symlink.go
 	}
 	d := &DirSource{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
-		linked: map[string]string{}, warned: map[string]bool{}}
+		linked: map[string]string{}, warned: map[string]bool{}, gone: map[string]FilePosition{}}
 	d.single = pattern != "" && !strings.ContainsAny(spec, "*?[")
 	if cfg.Format != FormatCSV {
 		if d.json, err = ndjsonDecoders(cfg.DecoderConfig); err != nil {
@@ -117,29 +130,53 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		d.Close()
 		return nil, fmt.Errorf("open source %s: %w", spec, err)
 	}
-	byID := map[[2]uint64]FilePosition{}
-	for _, p := range resume.Files {
+	// A resumed file is found by its inode first (cheap), then by its
+	// content (a copy, a restore, a rotation while the stream was down).
+	byIno := map[[2]uint64]int{}
+	for i, p := range resume.Files {
 		if p.Inode != 0 {
-			byID[[2]uint64{p.Dev, p.Inode}] = p
+			byIno[[2]uint64{p.Dev, p.Inode}] = i
 		}
 	}
-	for rel, fi := range listed {
+	claimed := make([]bool, len(resume.Files))
+	var fresh []*fileState
+	for _, rel := range slices.Sorted(maps.Keys(listed)) {
+		fi := listed[rel]
 		st := d.newState(rel, fi)
 		dev, ino := fileID(fi)
-		if p, ok := byID[[2]uint64{dev, ino}]; ok && st.sameContent(d.abs(rel), p) {
-			if p.Path != rel {
-				p.Rotated = true
+		i, ok := byIno[[2]uint64{dev, ino}]
+		if ok && !claimed[i] {
+			p := resume.Files[i]
+			st.pos, st.pos.Path, st.pos.Dev, st.pos.Inode = p, rel, dev, ino
+			if d.sameContent(st) && st.pos.ID != "" {
+				claimed[i] = true
+				if p.Path != rel {
+					st.pos.Rotated = true // renamed while we were down: continue it under its new name
+				}
+				st.pos.Header = slices.Clone(p.Header)
+			} else {
+				st = d.newState(rel, fi)
+				ok = false
 			}
-			p.Path = rel // renamed while we were down: continue it under its new name
-			p.Hash, p.HashLen = st.pos.Hash, st.pos.HashLen
-			st.pos = p
+		}
+		if !ok {
+			fresh = append(fresh, st)
 		}
 		if cfg.Once {
 			st.limit = fi.Size()
 		}
 		d.files[rel] = st
 	}
+	for _, p := range resume.Gone {
+		d.retirePos(p)
+	}
+	for i, p := range resume.Files {
+		if !claimed[i] && p.ID != "" {
+			d.retirePos(p)
+		}
+	}
 	d.reorder()
+	d.identifyAll(fresh)
 	d.lastRescan = cfg.Clock()
 	return d, nil
 }
@@ -270,14 +307,14 @@ func isCompressed(rel string) bool {
 	return ext == ".gz" || ext == ".zst"
 }
 
+// newState is a new file at rel, not identified yet (identify).
 func (d *DirSource) newState(rel string, fi fs.FileInfo) *fileState {
 	dev, ino := fileID(fi)
 	st := &fileState{size: fi.Size(), limit: -1, compressed: isCompressed(rel), failedSize: -1}
 	st.until = -1
 	st.pos = FilePosition{Path: rel, Dev: dev, Inode: ino}
-	st.pos.Hash, st.pos.HashLen = fingerprint(d.abs(rel), 0)
 	if d.until != nil {
-		st.until = d.until[[2]uint64{dev, ino}] // a file the batch did not know: nothing
+		st.until = 0 // nothing until identified as a file the batch knew
 	}
 	return st
 }
@@ -285,6 +322,7 @@ func (d *DirSource) newState(rel string, fi fs.FileInfo) *fileState {
 func (d *DirSource) reorder() {
 	d.order = slices.AppendSeq(d.order[:0], maps.Keys(d.files))
 	slices.Sort(d.order)
+	d.rebuildByID()
 }
 
 // Name implements Source.
@@ -294,12 +332,14 @@ func (d *DirSource) Name() string { return d.name }
 // whether it holds the source's watermark back now (FilePosition.Hold).
 func (d *DirSource) Position() Position {
 	now := d.cfg.Clock().UnixMicro()
-	return positionOf(d.order, func(rel string) FilePosition {
+	p := positionOf(d.order, func(rel string) FilePosition {
 		st := d.files[rel]
 		p := st.pos
 		p.Hold = holds(&p, d.finished(st), d.unread(st), !d.cfg.Once && !st.compressed, now, d.cfg.IdleTimeout)
 		return p
 	})
+	p.Gone = d.goneList()
+	return p
 }
 
 // Exhausted implements Source: with Once, every file present at Open has
@@ -338,7 +378,7 @@ func (st *fileState) end() int64 {
 // end, waiting).
 func (d *DirSource) unread(st *fileState) bool {
 	switch {
-	case d.finished(st) || st.unreadable:
+	case d.finished(st) || st.unreadable || st.held():
 		return false
 	case d.cfg.Once || st.compressed:
 		return true
@@ -351,12 +391,14 @@ func (d *DirSource) unread(st *fileState) bool {
 // files not in end give none. With the same bounds the aligned reading
 // takes the batch's records in the order of the first time.
 func (d *DirSource) Limit(end Position) {
-	d.until = make(map[[2]uint64]int64, len(end.Files))
+	d.until = make(map[string]int64, 2*len(end.Files))
 	for _, p := range end.Files {
-		d.until[[2]uint64{p.Dev, p.Inode}] = p.Offset
+		for _, k := range untilKeys(&p) {
+			d.until[k] = max(d.until[k], p.Offset)
+		}
 	}
 	for _, st := range d.files {
-		st.until = d.until[[2]uint64{st.pos.Dev, st.pos.Inode}]
+		st.until = d.untilOf(&st.pos)
 	}
 }
 
@@ -403,6 +445,8 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 		}
 	}
 	d.pool.read()
+	d.catchUpAll()
+	defer d.catchUpAll() // so the Position after this Read is the same for every copy
 	arrival := d.cfg.Clock().UnixMicro()
 	dst = slices.Grow(dst, d.expect(maxRecords))
 	d.keys = d.keys[:0]
@@ -485,11 +529,21 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 		}
 		return dst, 0, false, nil
 	}
+	d.catchUp(st)
 	if st.r == nil {
-		if !d.cfg.Once && (!st.compressed && st.size <= st.pos.Offset || st.compressed && st.size == st.failedSize) {
+		if !d.cfg.Once && (!st.compressed && st.size <= st.pos.Offset || st.compressed && st.size == st.failedSize || st.held()) {
 			return dst, 0, false, nil // nothing new since the last stat
 		}
-		if err := d.openReader(st); err != nil {
+		err := d.openReader(st)
+		switch {
+		case errors.Is(err, errHeld):
+			st.failedSize = st.size
+			return dst, 0, false, nil
+		case errors.Is(err, errCovered):
+			st.pos.Done = true // a compressed copy of what was read already
+			return dst, 0, false, nil
+		}
+		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				d.needRescan = true
 			} else {
@@ -503,6 +557,9 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 	c := lineRead{source: d.name, cfg: &d.cfg.DecoderConfig, decoders: d.json,
 		arrival: arrival, idx: idx, bound: bound, scratch: &d.scratch}
 	dst, n, stop, err := st.read(&c, dst, maxRecords)
+	if n > 0 {
+		st.borrowed = false // read from this file: its offset is its own
+	}
 	switch {
 	case stop == stopErr:
 		d.readError(st, err)
@@ -545,6 +602,15 @@ func (d *DirSource) readError(st *fileState, err error) {
 // openReader opens a file at its position, checking it is still the file
 // the state describes.
 func (d *DirSource) openReader(st *fileState) error {
+	if st.pos.ID == "" {
+		if err := d.identify(st, d.index()); err != nil {
+			return err
+		}
+		d.catchUp(st)
+		if d.finished(st) || !d.cfg.Once && !st.compressed && st.size <= st.pos.Offset {
+			return errHeld // took the position of a file read that far
+		}
+	}
 	f, err := os.Open(d.abs(st.pos.Path))
 	if err != nil {
 		return err
@@ -571,6 +637,12 @@ func (d *DirSource) openReader(st *fileState) error {
 		src = dec
 		if _, err := io.CopyN(io.Discard, src, st.pos.Offset); err != nil {
 			st.close()
+			switch {
+			case errors.Is(err, io.EOF):
+				return errCovered // shorter than what was read of its identity
+			case errors.Is(err, io.ErrUnexpectedEOF) && !d.cfg.Once:
+				return errHeld // still being written
+			}
 			return fmt.Errorf("skip to offset %d of %s: %w", st.pos.Offset, st.pos.Path, err)
 		}
 	} else {

@@ -215,13 +215,15 @@ func TestDirCompressed(t *testing.T) {
 	zw.Write([]byte(data))
 	zw.Close()
 	writeFile(t, filepath.Join(dir, "a.ndjson.gz"), gz.String())
+	// b differs from a: a file with a's content would be a copy of a (file
+	// identity is by content) and add nothing.
 	enc, _ := zstd.NewWriter(nil)
-	writeFile(t, filepath.Join(dir, "b.ndjson.zst"), string(enc.EncodeAll([]byte(data), nil)))
+	writeFile(t, filepath.Join(dir, "b.ndjson.zst"), string(enc.EncodeAll([]byte(ev("01:30")+"\n"+ev("02:30")), nil)))
 	for _, once := range []bool{true, false} {
 		s := openTest(t, dir, SourceConfig{Once: once, PollOnly: true}, Position{})
 		got := readAll(t, s, 1)
-		want := "a.ndjson.gz@0:" + ev("01:00") + "\nb.ndjson.zst@0:" + ev("01:00") + "\n" +
-			"a.ndjson.gz@38:" + ev("02:00") + "\nb.ndjson.zst@38:" + ev("02:00") + "\n" // event-time aligned
+		want := "a.ndjson.gz@0:" + ev("01:00") + "\nb.ndjson.zst@0:" + ev("01:30") + "\n" +
+			"a.ndjson.gz@38:" + ev("02:00") + "\nb.ndjson.zst@38:" + ev("02:30") + "\n" // event-time aligned
 		if summary(got) != want {
 			t.Errorf("once=%v: got\n%s\nwant\n%s", once, summary(got), want)
 		}

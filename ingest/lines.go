@@ -137,7 +137,7 @@ func (in *lineInput) read(c *lineRead, dst []tidemark.Record, maxRecords int) (_
 		for _, l := range in.ahead[:k] {
 			// Decoded in place: a local passed to the interface call would
 			// escape, one allocation per record.
-			dst = append(dst, tidemark.Record{Source: c.source, File: in.pos.Path, Offset: l.off, Payload: l.payload, Arrival: c.arrival})
+			dst = append(dst, tidemark.Record{Source: c.source, File: in.pos.Path, FileID: in.pos.ID, Offset: l.off, Payload: l.payload, Arrival: c.arrival})
 			if l.length > int64(c.cfg.MaxLineBytes) {
 				rec := &dst[len(dst)-1]
 				rec.Reason = tidemark.ReasonLineTooLong

@@ -157,11 +157,12 @@ func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) err
 			continue
 		}
 		o := &s3Object{key: info.Key, size: info.Size, compressed: isCompressed(rel)}
-		o.pos, o.until = FilePosition{Path: rel, ETag: info.ETag}, -1
+		o.pos, o.until = FilePosition{Path: rel, ETag: info.ETag, ID: objectID(rel, info.ETag)}, -1
 		if s.until != nil {
 			o.until = s.until[rel+"\x00"+info.ETag] // an object the batch did not know: nothing
 		}
 		if p, ok := resume[rel]; ok && p.ETag == info.ETag {
+			p.ID = o.pos.ID // positions from before file identity have none
 			o.pos = p
 		} else if ready := info.LastModified.Add(s.settle); !s.cfg.Once && s.settle > 0 && now.Before(ready) {
 			if s.settleAt.IsZero() || ready.Before(s.settleAt) {

@@ -135,6 +135,10 @@ func (c SourceConfig) withDefaults() SourceConfig {
 // as JSON in a checkpoint.
 type Position struct {
 	Files []FilePosition `json:"files,omitempty"`
+	// Gone lists local files read (in part or whole) that are no longer
+	// there, the most recent last, at most maxGone: a compressed rotation
+	// or a copy of one that appears later continues from where it ended.
+	Gone []FilePosition `json:"gone,omitempty"`
 }
 
 // positionOf builds a Position from the files in order, each looked up by
@@ -156,12 +160,25 @@ func positionOf(order []string, pos func(rel string) FilePosition) Position {
 type FilePosition struct {
 	Path string `json:"path"` // relative to the source root, with "/" separators
 
-	// Identity of a local file: device and inode, verified by a hash of the
-	// first HashLen bytes (inode numbers are reused).
-	Dev     uint64 `json:"dev,omitempty"`
-	Inode   uint64 `json:"inode,omitempty"`
+	// ID is a local file's identity (the file_id column): the hash of its
+	// first bytes, decompressed, when it was first seen (fingerprint.go). It
+	// never changes, and a rename, a compressed or copied rotation or a
+	// restored copy of the file has the same ID. Empty in checkpoints
+	// written before content identity, and while a file has no complete
+	// line yet.
+	ID string `json:"id,omitempty"`
+	// Hash is the hash of the file's first HashLen bytes (decompressed), up
+	// to fingerprintBytes: it grows with a short file. Head is the hash of
+	// its first line (CSV: header and first record). In checkpoints without
+	// ID, Hash is the FNV-64a of the first HashLen raw bytes.
 	Hash    string `json:"hash,omitempty"`
 	HashLen int    `json:"hash_len,omitempty"`
+	Head    string `json:"head,omitempty"`
+	// Dev and Inode are the file's device and inode when last seen: a hint,
+	// checked before the content (inode numbers are reused, and a copy or a
+	// restore has new ones).
+	Dev   uint64 `json:"dev,omitempty"`
+	Inode uint64 `json:"inode,omitempty"`
 
 	// ETag identifies an object version (S3 sources).
 	ETag string `json:"etag,omitempty"`

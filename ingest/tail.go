@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,17 +101,23 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 	}
 	d.needRescan = false
 	d.lastRescan = d.cfg.Clock()
-	byID := make(map[[2]uint64]string, len(listed))
+	byIno := make(map[[2]uint64]string, len(listed))
 	for rel, fi := range listed {
 		dev, ino := fileID(fi)
-		byID[[2]uint64{dev, ino}] = rel
+		byIno[[2]uint64{dev, ino}] = rel
 	}
 	next := make(map[string]*fileState, len(listed))
-	for rel, st := range d.files {
+	var fresh []*fileState
+	for _, rel := range slices.Sorted(maps.Keys(d.files)) {
+		st := d.files[rel]
 		id := [2]uint64{st.pos.Dev, st.pos.Inode}
-		nrel, ok := byID[id]
+		nrel, ok := byIno[id]
+		if ok && next[nrel] != nil {
+			ok = false // two states of one inode (a rename onto a tracked name): keep the first
+		}
 		if !ok {
 			d.cfg.Logger.Info("file gone; dropping it", "source", d.name, "file", rel, "offset", st.pos.Offset)
+			d.retire(st)
 			st.close()
 			continue
 		}
@@ -119,25 +127,32 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 			st.pos.Path = nrel
 			st.pos.Rotated = true // rotated away: it stops holding the watermark once read to its end
 		}
-		name := d.abs(nrel)
-		if !st.compressed && fi.Size() < st.r0() {
+		if st.compressed && st.pos.ID != "" && fi.Size() == st.size {
+			// immutable and unchanged: no need to decompress its start again
+		} else if !st.compressed && !st.borrowed && fi.Size() < st.r0() {
 			d.cfg.Logger.Warn("file truncated; reading it again from the start", "source", d.name, "file", nrel, "size", fi.Size(), "offset", st.pos.Offset)
 			st.reset(d, nrel, fi)
-		} else if prev := st.pos; !st.sameContent(name, prev) {
-			d.cfg.Logger.Info("inode reused by a new file; reading it from the start", "source", d.name, "file", nrel)
+		} else if !d.sameContent(st) {
+			d.cfg.Logger.Info("file replaced by a new one (truncated, or inode reused); reading it from the start", "source", d.name, "file", nrel)
 			st.reset(d, nrel, fi)
 		}
 		st.size = fi.Size()
 		next[nrel] = st
+		if st.pos.ID == "" {
+			fresh = append(fresh, st)
+		}
 	}
 	for rel, fi := range listed {
 		if _, ok := next[rel]; ok {
 			continue
 		}
-		next[rel] = d.newState(rel, fi)
+		st := d.newState(rel, fi)
+		next[rel] = st
+		fresh = append(fresh, st)
 	}
 	d.files = next
 	d.reorder()
+	d.identifyAll(fresh)
 	return nil
 }
 
@@ -150,8 +165,10 @@ func (st *fileState) r0() int64 {
 	return st.pos.Offset
 }
 
-// reset makes st describe a new file at rel, read from the start.
+// reset makes st describe a new file at rel, read from the start; what
+// was read of the file it described is remembered (retire).
 func (st *fileState) reset(d *DirSource, rel string, fi fs.FileInfo) {
+	d.retire(st)
 	st.close()
 	*st = *d.newState(rel, fi)
 }
@@ -195,6 +212,9 @@ func (d *DirSource) Wait(ctx context.Context, timeout time.Duration) error {
 func (d *DirSource) hasData() bool {
 	for _, st := range d.files {
 		if st.pos.Done {
+			continue
+		}
+		if st.held() {
 			continue
 		}
 		if st.compressed && st.r == nil && st.size != st.failedSize || !st.compressed && st.size > st.r0() {

@@ -199,12 +199,21 @@ func (l *Lake) CommitBatch(ctx context.Context, b Batch, p *Prepared) error {
 	var qErr error
 	if len(p.bad) > 0 {
 		quarantined.Go(func() {
-			qErr = l.appendTable(ctx, l.tables[TableQuarantine], txn, nil, "STREAMING UPDATE", params, func() ([]addFile, error) {
+			h := l.tables[TableQuarantine]
+			widen, err := l.widen(ctx, h)
+			if err != nil {
+				qErr = err
+				return
+			}
+			qErr = l.appendTable(ctx, h, txn, widen, "STREAMING UPDATE", params, func() ([]addFile, error) {
 				if files, ok, err := l.take(ctx, p, &p.quarantine); ok {
 					return files, err
 				}
 				return l.writeQuarantine(ctx, b.Records, p.bad, p.ingest, b.BatchID)
 			})
+			if qErr == nil && widen != nil {
+				h.wide.Store(true)
+			}
 		})
 	}
 	rawErr := l.appendRaw(ctx, b, txn, params, p)
@@ -227,16 +236,39 @@ func (l *Lake) appendRaw(ctx context.Context, b Batch, txn *delta.Txn, params ma
 	if len(p.valid) == 0 {
 		return nil
 	}
-	var extra []delta.Action
+	h := l.tables[TableRawEvents]
+	extra, err := l.widen(ctx, h)
+	if err != nil {
+		return err
+	}
+	widened := extra != nil
 	if b.Watermark != nil {
 		extra = append(extra, delta.Action{Txn: &delta.Txn{AppID: WatermarkAppID(b.AppID), Version: *b.Watermark, LastUpdated: p.ingest / 1000}})
 	}
-	return l.appendTable(ctx, l.tables[TableRawEvents], txn, extra, "STREAMING UPDATE", params, func() ([]addFile, error) {
+	err = l.appendTable(ctx, h, txn, extra, "STREAMING UPDATE", params, func() ([]addFile, error) {
 		if files, ok, err := l.take(ctx, p, &p.raw); ok {
 			return files, err
 		}
 		return l.writeRaw(ctx, b.Records, p.valid, p.ingest, b.BatchID)
 	})
+	if err == nil && widened {
+		h.wide.Store(true)
+	}
+	return err
+}
+
+// widen returns the metaData action that adds the columns a table written
+// by an older tidemark lacks (file_id) to its Delta schema, nullable
+// (widenSchema), or nil when it has them all; it looks once per Lake.
+func (l *Lake) widen(ctx context.Context, h *handle) ([]delta.Action, error) {
+	if h.wide.Load() {
+		return nil, nil
+	}
+	a, err := l.widenSchema(ctx, h)
+	if err == nil && a == nil {
+		h.wide.Store(true)
+	}
+	return a, err
 }
 
 // appendTable commits the files write produces, plus the extra actions, as
@@ -403,7 +435,7 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 	t := l.tables[TableRawEvents].def
 	cEvent, cArrival, cIngest := t.col("event_time"), t.col("arrival_time"), t.col("ingest_time")
 	cStatus, cDisorder, cSource, cFile := t.col("status"), t.col("disorder_us"), t.col("source"), t.col("file")
-	cOffset, cBatch, cPayload := t.col("offset"), t.col("batch_id"), t.col("payload")
+	cOffset, cBatch, cPayload, cFileID := t.col("offset"), t.col("batch_id"), t.col("payload"), t.col(ColFileID)
 	cValue := -1
 	if l.cfg.ValueField != "" {
 		cValue = t.col("value")
@@ -441,7 +473,8 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 			so = append(so, strBytes(r.Source))
 			fi = append(fi, strBytes(r.File))
 			pa = append(pa, r.Payload)
-			size += len(s) + len(r.Source) + len(r.File) + len(r.Payload)
+			fileID(cols[cFileID], r.FileID)
+			size += len(s) + len(r.Source) + len(r.File) + len(r.FileID) + len(r.Payload)
 			if cValue >= 0 {
 				b := cols[cValue]
 				if r.HasValue {
@@ -527,6 +560,7 @@ func (l *Lake) quarantineFill(recs []tidemark.Record, idx []int, ingest, batchID
 	t := l.tables[TableQuarantine].def
 	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
 	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
+	cFileID := t.col(ColFileID)
 	return func(cols []*colBuf, lo, hi int) int64 {
 		str := func(c int, s string) {
 			cols[c].bytes = append(cols[c].bytes, strBytes(s))
@@ -538,17 +572,28 @@ func (l *Lake) quarantineFill(recs []tidemark.Record, idx []int, ingest, batchID
 			str(cError, r.Err)
 			str(cSource, r.Source)
 			str(cFile, r.File)
+			fileID(cols[cFileID], r.FileID)
 			cols[cOffset].ints = append(cols[cOffset].ints, r.Offset)
 			cols[cIngest].ints = append(cols[cIngest].ints, ingest)
 			cols[cBatch].ints = append(cols[cBatch].ints, batchID)
 			cols[cPayload].bytes = append(cols[cPayload].bytes, r.Payload)
 			size += len(r.Reason) + len(r.Err) + len(r.Source) + len(r.File) + len(r.Payload)
 		}
-		for _, b := range cols {
-			b.notNull(hi - lo)
+		for i, b := range cols {
+			if i != cFileID {
+				b.notNull(hi - lo)
+			}
 		}
 		return int64(size)
 	}
+}
+
+// fileID appends a record's file identity to the file_id column: null
+// when the record has none.
+func fileID(b *colBuf, id string) {
+	b.bytes = append(b.bytes, strBytes(id))
+	b.null = append(b.null, id == "")
+	b.n++
 }
 
 // oneLine is errors.Join on one line: the stream's error is the last line

@@ -35,12 +35,24 @@ func writeRawByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark.Record
 		w.long(cDisorder, r.Disorder)
 		w.str(cSource, r.Source)
 		w.str(cFile, r.File)
+		if c, ok := tb.index[ColFileID]; ok { // else a table from before file_id
+			optStr(w, c, r.FileID)
+		}
 		w.long(cOffset, r.Offset)
 		w.long(cBatch, batchID)
 		w.bytes(cPayload, r.Payload)
 		endTestRow(t, w)
 	}
 	return finishTestFile(t, w, st)
+}
+
+// optStr writes s, or null for "".
+func optStr(w *fileWriter, c int, s string) {
+	if s == "" {
+		w.null(c)
+	} else {
+		w.str(c, s)
+	}
 }
 
 // writeQuarantineByRow is writeRawByRow for the quarantine table.
@@ -57,6 +69,7 @@ func writeQuarantineByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark
 		w.str(tb.col("error"), r.Err)
 		w.str(tb.col("source"), r.Source)
 		w.str(tb.col("file"), r.File)
+		optStr(w, tb.col(ColFileID), r.FileID)
 		w.long(tb.col("offset"), r.Offset)
 		w.long(tb.col("ingest_time"), ingest)
 		w.long(tb.col("batch_id"), batchID)

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -162,6 +163,9 @@ type Lake struct {
 type handle struct {
 	def *table
 	dt  *delta.Table
+	// wide: the table's Delta schema is known to hold every column of def
+	// (widen).
+	wide atomic.Bool
 }
 
 // Open opens the lake on st, creating missing tables. An existing lake's

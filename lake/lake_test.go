@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,9 @@ func testRecords(n int) []tidemark.Record {
 	for i := range recs {
 		r := &recs[i]
 		r.Source, r.File, r.Offset = "src", fmt.Sprintf("f%d.ndjson", i%3), int64(i*100)
+		if i%13 != 0 { // else none: file_id is null
+			r.FileID = fmt.Sprintf("%032x", i%3+1)
+		}
 		r.Payload = []byte(fmt.Sprintf(`{"i":%d,"x":"\u00e9"}`, i))
 		r.EventTime = us(t0) + int64(i)*int64(time.Minute/time.Microsecond)/7
 		r.Arrival = r.EventTime + int64(i%5)*1000
@@ -106,7 +110,7 @@ func recordText(r *tidemark.Record) string {
 	if r.HasValue {
 		v = fmt.Sprint(r.Value)
 	}
-	return fmt.Sprintf("%d %d %s %s %s %d %s %s %d %q", r.EventTime, r.Arrival, r.Key, v, r.Status, r.Disorder, r.Source, r.File, r.Offset, r.Payload)
+	return fmt.Sprintf("%d %d %s %s %s %d %s %s %s %d %q", r.EventTime, r.Arrival, r.Key, v, r.Status, r.Disorder, r.Source, r.File, r.FileID, r.Offset, r.Payload)
 }
 
 func scanAll(t testing.TB, l *Lake, q RawQuery) []string {
@@ -115,7 +119,7 @@ func scanAll(t testing.TB, l *Lake, q RawQuery) []string {
 	err := l.ScanRaw(context.Background(), q, func(b RawBatch) error {
 		for i := range b.N {
 			r := tidemark.Record{EventTime: b.EventTime[i], Arrival: b.ArrivalTime[i], Key: b.Key[i], Value: b.Value[i], HasValue: b.HasValue[i],
-				Status: b.Status[i], Disorder: b.Disorder[i], Source: b.Source[i], File: b.File[i], Offset: b.Offset[i], Payload: b.Payload[i]}
+				Status: b.Status[i], Disorder: b.Disorder[i], Source: b.Source[i], File: b.File[i], FileID: b.FileID[i], Offset: b.Offset[i], Payload: b.Payload[i]}
 			if !r.HasValue {
 				r.Value = 0
 			}
@@ -237,8 +241,12 @@ func TestAppendRoundTrip(t *testing.T) {
 	for i := range recs {
 		r := &recs[i]
 		if !r.Valid() {
-			quarantined = append(quarantined, fmt.Sprintf("ingest_date=2026-01-01 reason=%q error=%q source=%q file=%q offset=%d ingest_time=2026-01-01T11:00:00Z batch_id=1 payload=%q",
-				r.Reason, r.Err, r.Source, r.File, r.Offset, r.Payload))
+			id := "null"
+			if r.FileID != "" {
+				id = strconv.Quote(r.FileID)
+			}
+			quarantined = append(quarantined, fmt.Sprintf("ingest_date=2026-01-01 reason=%q error=%q source=%q file=%q file_id=%s offset=%d ingest_time=2026-01-01T11:00:00Z batch_id=1 payload=%q",
+				r.Reason, r.Err, r.Source, r.File, id, r.Offset, r.Payload))
 		}
 	}
 	slices.Sort(quarantined)

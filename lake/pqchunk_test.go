@@ -76,6 +76,9 @@ func pqRows(n int, seed uint64) [][]any {
 		}
 		set("source", "/in")
 		set("file", fmt.Sprintf("events-%d.ndjson", i/5000))
+		if i%19 != 4 {
+			set(ColFileID, fmt.Sprintf("%032x", i/5000+1))
+		}
 		set("offset", int64(i)*137)
 		set("batch_id", int64(42))
 		var p []byte

@@ -12,6 +12,7 @@ type QuarantineRow struct {
 	Error      string
 	Source     string
 	File       string
+	FileID     string // the file's identity; "" in rows written before file_id
 	Offset     int64
 	IngestTime int64
 	BatchID    int64
@@ -71,6 +72,7 @@ func (l *Lake) readQuarantineFile(ctx context.Context, key string, fn func(Quara
 				Error:      string(at("error").bytes[r]),
 				Source:     string(at("source").bytes[r]),
 				File:       string(at("file").bytes[r]),
+				FileID:     string(at(ColFileID).bytes[r]),
 				Offset:     at("offset").ints[r],
 				IngestTime: at("ingest_time").ints[r],
 				BatchID:    at("batch_id").ints[r],

@@ -25,6 +25,7 @@ const (
 	ColDisorder    = "disorder_us"
 	ColSource      = "source"
 	ColFile        = "file"
+	ColFileID      = "file_id" // the file's identity; "" where null (rows written before it)
 	ColOffset      = "offset"
 	ColBatchID     = "batch_id"
 	ColPayload     = "payload"
@@ -33,7 +34,7 @@ const (
 // WindowColumns are the columns a window recomputation needs.
 var WindowColumns = []string{ColEventTime, ColKey, ColValue, ColStatus}
 
-var allRawColumns = []string{ColEventTime, ColArrivalTime, ColIngestTime, ColKey, ColValue, ColStatus, ColDisorder, ColSource, ColFile, ColOffset, ColBatchID, ColPayload}
+var allRawColumns = []string{ColEventTime, ColArrivalTime, ColIngestTime, ColKey, ColValue, ColStatus, ColDisorder, ColSource, ColFile, ColFileID, ColOffset, ColBatchID, ColPayload}
 
 // RawQuery selects raw_events rows.
 type RawQuery struct {
@@ -66,6 +67,7 @@ type RawBatch struct {
 	Disorder    []int64
 	Source      []string
 	File        []string
+	FileID      []string // "" where null: rows written before the column
 	Offset      []int64
 	BatchID     []int64
 	Payload     [][]byte
@@ -413,6 +415,7 @@ func (s *rawScanner) fill(n int) {
 	}
 	b.Source = strs(s.want[ColSource], ColSource, b.Source)
 	b.File = strs(s.want[ColFile], ColFile, b.File)
+	b.FileID = strs(s.want[ColFileID], ColFileID, b.FileID)
 	if s.want[ColPayload] {
 		c := &s.data[s.idx[ColPayload]]
 		if all {

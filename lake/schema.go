@@ -219,6 +219,9 @@ func rawEventsTable(keys []string, hasValue bool) *table {
 			{name: "disorder_us", kind: kindLong},
 			{name: "source", kind: kindString},
 			{name: "file", kind: kindString},
+			// The file's identity (docs/file-identity.md): (file_id, offset)
+			// names one line for good. Null in rows written before it.
+			{name: ColFileID, kind: kindString, optional: true},
 			{name: "offset", kind: kindLong},
 			{name: "batch_id", kind: kindLong},
 			// binary, not string: the line is byte-exact and DuckDB refuses
@@ -234,6 +237,7 @@ func quarantineTable() *table {
 		column{name: "error", kind: kindString, plain: true},
 		column{name: "source", kind: kindString},
 		column{name: "file", kind: kindString},
+		column{name: ColFileID, kind: kindString, optional: true},
 		column{name: "offset", kind: kindLong},
 		column{name: "ingest_time", kind: kindTimestamp},
 		column{name: "batch_id", kind: kindLong},

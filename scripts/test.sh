@@ -2,12 +2,13 @@
 # Runs every test of tidemark on a fresh machine with only Go and gcc:
 # installs the S3-compatible server the storage tests need (versitygw) and,
 # with apt-get, Chromium and rsvg-convert for the status page and plot tests and
-# zstd for the reference decoder test, then
+# zstd for the reference decoder test and logrotate for the log rotation
+# tests, then
 # go vet, the race-enabled test suite, and the DuckDB interop check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export PATH="$(go env GOPATH)/bin:$PATH"
+export PATH="$(go env GOPATH)/bin:$PATH:/usr/sbin" # logrotate lives in /usr/sbin
 export CGO_ENABLED=1
 if ! command -v versitygw >/dev/null 2>&1; then
   echo "== installing versitygw v1.8.0 (the real S3 server for the storage tests)"
@@ -21,15 +22,17 @@ export TIDEMARK_REQUIRE_S3=1
 # make those tests fail instead of skipping.
 # The lake's own zstd frames are checked against the reference decoder (the
 # zstd CLI, the C library parquet-java, arrow-rs and DuckDB use).
-if ! command -v chromium >/dev/null 2>&1 || ! command -v rsvg-convert >/dev/null 2>&1 || ! command -v zstd >/dev/null 2>&1; then
+# Files rotated by Debian's logrotate (compress, copytruncate, dateext) are
+# followed by the real binary in cmd/tidemark's rotation tests.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v rsvg-convert >/dev/null 2>&1 || ! command -v zstd >/dev/null 2>&1 || ! command -v logrotate >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
-    echo "== installing chromium, librsvg2-bin and zstd (browser test of the status page, SVG rendering, the reference zstd decoder)"
+    echo "== installing chromium, librsvg2-bin, zstd and logrotate (browser test of the status page, SVG rendering, the reference zstd decoder, log rotation)"
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium librsvg2-bin fonts-dejavu-core zstd >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium librsvg2-bin fonts-dejavu-core zstd logrotate >/dev/null
   else
-    echo "== no apt-get: install chromium, rsvg-convert and zstd yourself; the tests that need them skip without them"
+    echo "== no apt-get: install chromium, rsvg-convert, zstd and logrotate yourself; the tests that need them skip without them"
   fi
 fi
 if command -v chromium >/dev/null 2>&1 && command -v rsvg-convert >/dev/null 2>&1; then
@@ -37,6 +40,9 @@ if command -v chromium >/dev/null 2>&1 && command -v rsvg-convert >/dev/null 2>&
 fi
 if command -v zstd >/dev/null 2>&1; then
   export TIDEMARK_REQUIRE_ZSTD=1
+fi
+if command -v logrotate >/dev/null 2>&1; then
+  export TIDEMARK_REQUIRE_LOGROTATE=1
 fi
 
 echo "== go vet"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime/trace"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,12 +20,18 @@ func (r *runner) openSources(ctx context.Context, at map[string]json.RawMessage)
 		s.Close()
 	}
 	r.sources = r.sources[:0]
+	moved, err := movedFiles(at, r.cfg.Sources)
+	if err != nil {
+		return err
+	}
 	for _, spec := range r.cfg.Sources {
 		var pos ingest.Position
 		if raw, ok := at[spec]; ok {
 			if err := json.Unmarshal(raw, &pos); err != nil {
 				return fmt.Errorf("checkpoint position of source %s: %w", spec, err)
 			}
+		} else {
+			pos.Gone = moved
 		}
 		src, err := ingest.Open(ctx, spec, r.sourceConfig(), pos)
 		if err != nil {
@@ -32,6 +40,31 @@ func (r *runner) openSources(ctx context.Context, at map[string]json.RawMessage)
 		r.sources = append(r.sources, src)
 	}
 	return nil
+}
+
+// movedFiles lists the files of the checkpoint's sources that are not
+// configured any more, as files gone: a source new to the checkpoint may be
+// one of them copied or moved (cp -a to a new place, a restore under
+// another path), and its files whose content was read continue from where
+// they were (ingest identifies files by content, so only a copy matches).
+func movedFiles(at map[string]json.RawMessage, specs []string) ([]ingest.FilePosition, error) {
+	var out []ingest.FilePosition
+	for _, spec := range slices.Sorted(maps.Keys(at)) {
+		raw := at[spec]
+		if slices.Contains(specs, spec) {
+			continue
+		}
+		var pos ingest.Position
+		if err := json.Unmarshal(raw, &pos); err != nil {
+			return nil, fmt.Errorf("checkpoint position of source %s: %w", spec, err)
+		}
+		for _, f := range append(pos.Files, pos.Gone...) {
+			if f.ID != "" && f.ETag == "" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
 }
 
 // sourceConfig configures the sources. Their clock is the batch's read

@@ -103,9 +103,24 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 // a logged batch held. Files that appeared since (not in end) and bytes past
 // end's offsets are read and discarded; the caller reopens at end.
 func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end ingest.Position, want int) ([]tidemark.Record, error) {
-	limit := make(map[string]int64, len(end.Files))
+	// By file identity where the position has one (a file renamed or
+	// compressed since the batch was logged is the same file), by path for
+	// a batch logged before file identity.
+	byID := make(map[string]int64, len(end.Files))
+	byPath := make(map[string]int64, len(end.Files))
 	for _, f := range end.Files {
-		limit[f.Path] = f.Offset
+		if f.ID != "" {
+			byID[f.ID] = max(byID[f.ID], f.Offset)
+		} else {
+			byPath[f.Path] = f.Offset
+		}
+	}
+	limit := func(rec *tidemark.Record) (int64, bool) {
+		if off, ok := byID[rec.FileID]; ok && rec.FileID != "" {
+			return off, true
+		}
+		off, ok := byPath[rec.File]
+		return off, ok
 	}
 	var chunk []tidemark.Record
 	for got := 0; got < want; {
@@ -118,7 +133,7 @@ func readUntil(ctx context.Context, s ingest.Source, dst []tidemark.Record, end 
 			return dst, nil
 		}
 		for _, rec := range chunk {
-			if off, ok := limit[rec.File]; ok && rec.Offset < off {
+			if off, ok := limit(&rec); ok && rec.Offset < off {
 				dst = append(dst, rec)
 				got++
 			}
