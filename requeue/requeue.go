@@ -239,7 +239,7 @@ func decode(dec ingest.Decoder, cfg ingest.DecoderConfig, row lake.QuarantineRow
 	if len(payload) > max {
 		return tidemark.Record{}, tidemark.ReasonLineTooLong
 	}
-	rec := tidemark.Record{Source: row.Source, File: row.File, Offset: row.Offset, Payload: append([]byte(nil), payload...), Arrival: row.IngestTime}
+	rec := tidemark.Record{Source: row.Source, File: row.File, FileID: row.FileID, Offset: row.Offset, Payload: append([]byte(nil), payload...), Arrival: row.IngestTime}
 	dec.Decode(&rec)
 	if !rec.Valid() {
 		return tidemark.Record{}, rec.Reason
