@@ -65,6 +65,17 @@ type DirSource struct {
 	lastRescan time.Time
 	needRescan bool
 	closed     bool
+
+	skip *skipped // paths it cannot read now (unreadable.go)
+	// opened holds the files with an open reader, at most maxOpen
+	// (openfiles.go); tick orders their use.
+	opened  []*fileState
+	maxOpen int
+	tick    uint64
+	peekBuf []tidemark.Record
+	// walked holds the relative paths of the directories the last listing
+	// reached: true if it could list them.
+	walked map[string]bool
 }
 
 var (
@@ -89,6 +100,8 @@ type fileState struct {
 	// cannot be read must not stop every window from closing. Under Once
 	// it is given up for the run.
 	unreadable bool
+	used       uint64 // DirSource.tick when last read (openfiles.go)
+	peeked     bool   // its next event time was looked for (peek)
 }
 
 func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*DirSource, error) {
@@ -100,7 +113,7 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		root = real // the root the user named is followed; links under it obey symlink.go
 	}
 	d := &DirSource{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
-		linked: map[string]string{}, warned: map[string]bool{}}
+		linked: map[string]string{}, warned: map[string]bool{}, skip: newSkipped(spec, cfg.Logger), maxOpen: maxOpenFiles()}
 	d.single = pattern != "" && !strings.ContainsAny(spec, "*?[")
 	if cfg.Format != FormatCSV {
 		if d.json, err = ndjsonDecoders(cfg.DecoderConfig); err != nil {
@@ -192,13 +205,18 @@ func (d *DirSource) match(rel string) bool {
 // list walks the tree and returns its matching regular files. In tailing
 // mode it also watches every directory it sees. Symbolic links follow the
 // rules of followLink (symlink.go).
+//
+// A subdirectory it cannot list is skipped (unreadable.go), its files kept
+// as they were tracked; the root itself not being a readable directory is
+// a *rootError.
 func (d *DirSource) list() (map[string]fs.FileInfo, error) {
 	w := &walk{out: map[string]fs.FileInfo{}, seen: map[string]bool{}, dirs: map[[2]uint64]bool{}}
 	clear(d.linked)
+	d.walked = map[string]bool{}
 	if !d.cfg.FollowSymlinks {
 		r, err := os.OpenRoot(d.root)
 		if err != nil {
-			return nil, err
+			return nil, &rootError{err}
 		}
 		defer r.Close()
 		w.root = r
@@ -209,18 +227,53 @@ func (d *DirSource) list() (map[string]fs.FileInfo, error) {
 			delete(d.watched, p) // fsnotify drops watches of removed directories itself
 		}
 	}
-	return dedupe(w.out), err
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range d.skip.snapshot() {
+		if !u.Dir || u.Path == "." {
+			continue
+		}
+		switch ok, reached := d.walked[u.Path]; {
+		case !reached:
+			d.skip.forget(u.Path) // gone: nothing to retry
+		case ok:
+			d.skip.ok(u.Path) // listed this time
+		}
+	}
+	return dedupe(w.out), nil
 }
+
+// rootError is list's error when the source's root cannot be listed (gone,
+// replaced by a file, no permission): Rescan then waits for it.
+type rootError struct{ err error }
+
+func (e *rootError) Error() string { return "list root: " + e.err.Error() }
+func (e *rootError) Unwrap() error { return e.err }
 
 // walkDir walks the real directory dir, whose files are named prefix/... in
 // the source (prefix is "" for the root, or the path of a followed link).
 func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
+	now := d.cfg.Clock()
 	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if p != dir && errors.Is(err, fs.ErrNotExist) {
 				return nil // vanished while walking
 			}
-			return err
+			if p == dir && prefix == "" {
+				return &rootError{err}
+			}
+			rel, rerr := filepath.Rel(dir, p)
+			if rerr != nil {
+				return nil
+			}
+			rel = path.Join(prefix, filepath.ToSlash(rel))
+			if e != nil && e.IsDir() {
+				d.walked[rel] = false
+				d.skip.failed(rel, true, err, now)
+				return filepath.SkipDir // its files are kept as tracked (Rescan)
+			}
+			return nil
 		}
 		if p != dir && strings.HasPrefix(e.Name(), ".") {
 			if e.IsDir() {
@@ -236,6 +289,13 @@ func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
 		if e.IsDir() {
 			if !w.enter(e) {
 				return filepath.SkipDir // reached before, through a link: no loops, no double reads
+			}
+			if p != dir || prefix != "" {
+				d.walked[rel] = true // until its listing fails (the call with err)
+				if !d.skip.due(rel, now) {
+					d.walked[rel] = false
+					return filepath.SkipDir // unreadable: tried again after its backoff
+				}
 			}
 			w.seen[p] = true
 			if prefix != "" {
@@ -294,13 +354,18 @@ func (d *DirSource) Name() string { return d.name }
 // whether it holds the source's watermark back now (FilePosition.Hold).
 func (d *DirSource) Position() Position {
 	now := d.cfg.Clock().UnixMicro()
-	return positionOf(d.order, func(rel string) FilePosition {
+	p := positionOf(d.order, func(rel string) FilePosition {
 		st := d.files[rel]
 		p := st.pos
 		p.Hold = holds(&p, d.finished(st), d.unread(st), !d.cfg.Once && !st.compressed, now, d.cfg.IdleTimeout)
 		return p
 	})
+	p.Unreadable = d.skip.snapshot()
+	return p
 }
+
+// Unreadable implements Skipper: the paths skipped now, in path order.
+func (d *DirSource) Unreadable() []Unreadable { return d.skip.snapshot() }
 
 // Exhausted implements Source: with Once, every file present at Open has
 // been read up to its size then. A tailing source is never exhausted.
@@ -396,7 +461,7 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 	}
 	if !d.cfg.Once {
 		d.drainEvents()
-		if d.needRescan || d.cfg.Clock().Sub(d.lastRescan) >= d.cfg.Rescan {
+		if d.needRescan || d.cfg.Clock().Sub(d.lastRescan) >= d.cfg.Rescan || d.skip.has(".") && d.skip.due(".", d.cfg.Clock()) {
 			if err := d.Rescan(ctx); err != nil {
 				return dst, err
 			}
@@ -407,9 +472,17 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 	dst = slices.Grow(dst, d.expect(maxRecords))
 	d.keys = d.keys[:0]
 	for i, rel := range d.order {
-		if st := d.files[rel]; !d.finished(st) {
-			d.keys = append(d.keys, keyOf(&st.pos, i))
+		st := d.files[rel]
+		if d.finished(st) {
+			continue
 		}
+		if !st.pos.HasMax && !st.pos.HasNext && !st.peeked {
+			d.peek(st, i, arrival)
+			if d.finished(st) {
+				continue // under Once, found unreadable
+			}
+		}
+		d.keys = append(d.keys, keyOf(&st.pos, i))
 	}
 	d.queue.reset(d.keys)
 	n := 0
@@ -485,20 +558,14 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 		}
 		return dst, 0, false, nil
 	}
+	d.use(st)
 	if st.r == nil {
 		if !d.cfg.Once && (!st.compressed && st.size <= st.pos.Offset || st.compressed && st.size == st.failedSize) {
 			return dst, 0, false, nil // nothing new since the last stat
 		}
-		if err := d.openReader(st); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				d.needRescan = true
-			} else {
-				d.cfg.Logger.Warn("cannot read file; will retry", "source", d.name, "file", st.pos.Path, "error", err)
-			}
-			st.unreadable = true
+		if d.blocked(st) || !d.openForRead(st) {
 			return dst, 0, false, nil
 		}
-		st.unreadable = false
 	}
 	c := lineRead{source: d.name, cfg: &d.cfg.DecoderConfig, decoders: d.json,
 		arrival: arrival, idx: idx, bound: bound, scratch: &d.scratch}
@@ -518,6 +585,39 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 		st.close() // caught up: free the descriptor until the file grows
 	}
 	return dst, n, stop == stopMore, nil
+}
+
+// blocked reports whether st is not to be opened now: it failed and its
+// retry is not due, or it lies under a directory (or root) that cannot be
+// read.
+func (d *DirSource) blocked(st *fileState) bool {
+	return !d.skip.due(st.pos.Path, d.cfg.Clock()) || d.skip.under(st.pos.Path)
+}
+
+// openForRead opens st's reader at its position, within the open-file cap
+// (openfiles.go). A file that cannot be opened is marked unreadable and
+// retried with backoff (unreadable.go); one gone makes a rescan due.
+func (d *DirSource) openForRead(st *fileState) bool {
+	d.use(st)
+	d.room(st, false)
+	err := d.openReader(st)
+	if err != nil && tooManyOpen(err) {
+		d.room(st, true) // out of descriptors: free every other one, then try once more
+		err = d.openReader(st)
+	}
+	switch {
+	case err == nil:
+		st.unreadable = false
+		d.skip.ok(st.pos.Path)
+		d.track(st)
+		return true
+	case errors.Is(err, fs.ErrNotExist):
+		d.needRescan = true
+	default:
+		d.skip.failed(st.pos.Path, false, err, d.cfg.Clock())
+	}
+	st.unreadable = true
+	return false
 }
 
 func (d *DirSource) newCSV(header []byte) (Decoder, error) {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -93,12 +94,24 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if !d.skip.due(".", d.cfg.Clock()) {
+		// The root is gone or unreadable: tried again after its backoff.
+		d.needRescan, d.lastRescan = false, d.cfg.Clock()
+		return nil
+	}
 	listed, err := d.list()
+	d.needRescan = false
+	d.lastRescan = d.cfg.Clock()
+	if re := (*rootError)(nil); errors.As(err, &re) {
+		// Gone (deleted, a volume unmounted) or unreadable: keep every
+		// file as it is and wait for the root to come back.
+		d.skip.failed(".", true, re.err, d.cfg.Clock())
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("rescan source %s: %w", d.name, err)
 	}
-	d.needRescan = false
-	d.lastRescan = d.cfg.Clock()
+	d.skip.ok(".")
 	byID := make(map[[2]uint64]string, len(listed))
 	for rel, fi := range listed {
 		dev, ino := fileID(fi)
@@ -108,6 +121,10 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 	for rel, st := range d.files {
 		id := [2]uint64{st.pos.Dev, st.pos.Inode}
 		nrel, ok := byID[id]
+		if !ok && d.skip.under(rel) {
+			next[rel] = st // in a directory it cannot list now: unseen, not gone
+			continue
+		}
 		if !ok {
 			d.cfg.Logger.Info("file gone; dropping it", "source", d.name, "file", rel, "offset", st.pos.Offset)
 			st.close()
@@ -138,6 +155,7 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 	}
 	d.files = next
 	d.reorder()
+	d.skip.keep(func(rel string) bool { return d.files[rel] != nil })
 	return nil
 }
 
@@ -165,6 +183,9 @@ func (d *DirSource) Wait(ctx context.Context, timeout time.Duration) error {
 	rescanIn := d.cfg.Rescan - d.cfg.Clock().Sub(d.lastRescan)
 	if rescanIn <= 0 || d.needRescan {
 		return ctx.Err()
+	}
+	if at, ok := d.skip.nextRetry(d.cfg.Clock()); ok {
+		timeout = min(timeout, at.Sub(d.cfg.Clock())) // an unreadable path's retry
 	}
 	timer := time.NewTimer(min(timeout, rescanIn))
 	defer timer.Stop()
@@ -194,8 +215,8 @@ func (d *DirSource) Wait(ctx context.Context, timeout time.Duration) error {
 // hasData reports whether some file is known to extend past what was read.
 func (d *DirSource) hasData() bool {
 	for _, st := range d.files {
-		if st.pos.Done {
-			continue
+		if st.pos.Done || st.unreadable {
+			continue // an unreadable file is tried when its retry is due (Wait's timer)
 		}
 		if st.compressed && st.r == nil && st.size != st.failedSize || !st.compressed && st.size > st.r0() {
 			return true

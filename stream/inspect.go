@@ -73,6 +73,8 @@ type SourceStatus struct {
 	Watermark    *time.Time   `json:"watermark,omitempty"`      // its max event time minus its budget; nil before one
 	LastSeen     *time.Time   `json:"last_seen,omitempty"`      // the last batch holding a line of it
 	Files        []FileStatus `json:"files"`
+	// Unreadable lists the paths the source skipped, as of the last commit.
+	Unreadable []ingest.Unreadable `json:"unreadable,omitempty"`
 }
 
 // FileStatus is one file or object of a source: how far it is read.
@@ -278,6 +280,7 @@ func (s checkpointSnapshot) status(where string) (Status, error) {
 		for _, f := range pos.Files {
 			ss.Files = append(ss.Files, FileStatus{Path: f.Path, Offset: f.Offset, Finished: f.Done})
 		}
+		ss.Unreadable = pos.Unreadable
 	}
 	for _, ss := range byName {
 		out.Sources = append(out.Sources, *ss)
