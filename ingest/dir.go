@@ -304,7 +304,8 @@ func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
 			if d.watcher != nil && !d.watched[p] {
 				if err := d.watcher.Add(p); err == nil {
 					d.watched[p] = true
-				} else {
+				} else if !d.warned["watch:"+p] {
+					d.warned["watch:"+p] = true // once: an unreadable directory is tried again and again
 					d.cfg.Logger.Warn("cannot watch directory; the rescan will cover it", "dir", p, "error", err)
 				}
 			}
