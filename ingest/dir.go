@@ -696,6 +696,12 @@ func (d *DirSource) openReader(st *fileState) error {
 		// 8 MiB of read buffers among them.
 		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
 	}
+	if left := st.end() - st.pos.Offset; !st.compressed && left >= 0 && left < int64(st.r.size) {
+		// A small file (a backlog of thousands of them) gets a buffer its
+		// size: buffers stay live until their batch is committed, and it
+		// grows if the file does.
+		st.r.size = max(1<<10, int(left)+1)
+	}
 	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
 		return st.csvFrom(&d.cfg.DecoderConfig)
 	}

@@ -85,8 +85,12 @@ func lruIndex(s []*fileState, skip *fileState) int {
 	return best
 }
 
-// peekRecords is how many records peek looks through for a valid event.
-const peekRecords = 16
+// peekRecords is how many records peek looks through for a valid event,
+// peekBuffer the read buffer it starts with.
+const (
+	peekRecords = 16
+	peekBuffer  = 1 << 10
+)
 
 // peek gives a file that has no valid event read yet the event time of the
 // first valid record at its position (FilePosition.Next), without taking
@@ -106,6 +110,7 @@ func (d *DirSource) peek(st *fileState, idx int, arrival int64) {
 	if st.r == nil && !d.openForRead(st) {
 		return
 	}
+	st.r.size = min(st.r.size, peekBuffer) // its records are dropped: a small buffer, grown for a longer line
 	c := lineRead{source: d.name, cfg: &d.cfg.DecoderConfig, decoders: d.json, arrival: arrival, idx: idx,
 		bound: alignKey{tidemark.MaxTime, int(^uint(0) >> 1)}, scratch: &d.scratch}
 	buf := d.peekBuf[:0]
@@ -128,4 +133,44 @@ func (d *DirSource) peek(st *fileState, idx int, arrival int64) {
 		saved.Header = nil
 	}
 	st.pos, st.chunk = saved, chunk
+}
+
+// room closes GET bodies until fewer than maxOpen are open, before o's
+// is opened: the least recently read first (a plain object first: a
+// compressed one is fetched again from its start). An S3 backlog of
+// thousands of objects holds as many connections otherwise.
+func (s *s3Source) room(o *s3Object) {
+	for {
+		n := 0
+		for _, x := range s.opened {
+			if x.r != nil {
+				s.opened[n] = x
+				n++
+			}
+		}
+		clear(s.opened[n:])
+		s.opened = s.opened[:n]
+		if n < s.maxOpen {
+			return
+		}
+		best, bestPlain := -1, -1
+		for i, x := range s.opened {
+			if x == o {
+				continue
+			}
+			if best < 0 || x.used < s.opened[best].used {
+				best = i
+			}
+			if !x.compressed && (bestPlain < 0 || x.used < s.opened[bestPlain].used) {
+				bestPlain = i
+			}
+		}
+		if bestPlain >= 0 {
+			best = bestPlain
+		}
+		if best < 0 {
+			return
+		}
+		s.opened[best].close() // its position stays: a ranged GET reopens it there
+	}
 }

@@ -132,8 +132,8 @@ func cpuTicks(t *testing.T, pid int) int64 {
 	}
 	s := string(b)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // after "pid (comm) "
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)                  // field 14
-	st, _ := strconv.ParseInt(fields[12], 10, 64)                  // field 15
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)                 // field 14
+	st, _ := strconv.ParseInt(fields[12], 10, 64)                 // field 15
 	return ut + st
 }
 
