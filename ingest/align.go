@@ -39,8 +39,11 @@ func (p Position) Frontier() (t int64, held bool) {
 			continue
 		}
 		v := tidemark.MinTime
-		if f.HasMax {
+		switch {
+		case f.HasMax:
 			v = f.Max
+		case f.HasNext:
+			v = f.Next // not read yet: it will start there
 		}
 		if !held || v < t {
 			t, held = v, true
@@ -116,7 +119,8 @@ func holds(p *FilePosition, finished, unread, live bool, now int64, idle time.Du
 }
 
 // alignKey orders the files of a source for aligned reading: the one whose
-// event time lags most first, a file without a valid event yet before all
+// event time lags most first (a file not read yet by the event time it
+// starts at, if peeked), a file without a known event time before all
 // others, ties in path order (i is the index in path order).
 type alignKey struct {
 	t int64
@@ -124,10 +128,13 @@ type alignKey struct {
 }
 
 func keyOf(p *FilePosition, i int) alignKey {
-	if !p.HasMax {
-		return alignKey{tidemark.MinTime, i}
+	switch {
+	case p.HasMax:
+		return alignKey{p.Max, i}
+	case p.HasNext:
+		return alignKey{p.Next, i}
 	}
-	return alignKey{p.Max, i}
+	return alignKey{tidemark.MinTime, i}
 }
 
 func (a alignKey) less(b alignKey) bool { return a.t < b.t || a.t == b.t && a.i < b.i }

@@ -75,7 +75,7 @@ func TestFrontierLiveFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	frontier("unread files, no event yet", tidemark.MinTime, true)
-	if got, want := read(), "a.log@0:"+ev("01:00")+"\nb.log@0:"+ev("05:00")+"\na.log@38:"+ev("02:00")+"\n"; got != want {
+	if got, want := read(), "a.log@0:"+ev("01:00")+"\na.log@38:"+ev("02:00")+"\nb.log@0:"+ev("05:00")+"\n"; got != want {
 		t.Errorf("aligned read: got\n%s\nwant\n%s", got, want)
 	}
 	frontier("both live, read to their end", at(t, "02:00"), true)

@@ -73,6 +73,17 @@ type DirSource struct {
 	lastRescan time.Time
 	needRescan bool
 	closed     bool
+
+	skip *skipped // paths it cannot read now (unreadable.go)
+	// opened holds the files with an open reader, at most maxOpen
+	// (openfiles.go); tick orders their use.
+	opened  []*fileState
+	maxOpen int
+	tick    uint64
+	peekBuf []tidemark.Record
+	// walked holds the relative paths of the directories the last listing
+	// reached: true if it could list them.
+	walked map[string]bool
 }
 
 var (
@@ -102,6 +113,8 @@ type fileState struct {
 	// reading this one, so the file being shorter than it is no
 	// truncation.
 	borrowed bool
+	used     uint64 // DirSource.tick when last read (openfiles.go)
+	peeked   bool   // its next event time was looked for (peek)
 }
 
 func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position) (*DirSource, error) {
@@ -113,7 +126,7 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		root = real // the root the user named is followed; links under it obey symlink.go
 	}
 	d := &DirSource{name: spec, root: root, pattern: pattern, cfg: cfg, files: map[string]*fileState{}, watched: map[string]bool{},
-		linked: map[string]string{}, warned: map[string]bool{}, gone: map[string]FilePosition{}}
+		linked: map[string]string{}, warned: map[string]bool{}, gone: map[string]FilePosition{}, skip: newSkipped(spec, cfg.Logger), maxOpen: maxOpenFiles()}
 	d.single = pattern != "" && !strings.ContainsAny(spec, "*?[")
 	if cfg.Format != FormatCSV {
 		if d.json, err = ndjsonDecoders(cfg.DecoderConfig); err != nil {
@@ -229,13 +242,18 @@ func (d *DirSource) match(rel string) bool {
 // list walks the tree and returns its matching regular files. In tailing
 // mode it also watches every directory it sees. Symbolic links follow the
 // rules of followLink (symlink.go).
+//
+// A subdirectory it cannot list is skipped (unreadable.go), its files kept
+// as they were tracked; the root itself not being a readable directory is
+// a *rootError.
 func (d *DirSource) list() (map[string]fs.FileInfo, error) {
 	w := &walk{out: map[string]fs.FileInfo{}, seen: map[string]bool{}, dirs: map[[2]uint64]bool{}}
 	clear(d.linked)
+	d.walked = map[string]bool{}
 	if !d.cfg.FollowSymlinks {
 		r, err := os.OpenRoot(d.root)
 		if err != nil {
-			return nil, err
+			return nil, &rootError{err}
 		}
 		defer r.Close()
 		w.root = r
@@ -246,18 +264,53 @@ func (d *DirSource) list() (map[string]fs.FileInfo, error) {
 			delete(d.watched, p) // fsnotify drops watches of removed directories itself
 		}
 	}
-	return dedupe(w.out), err
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range d.skip.snapshot() {
+		if !u.Dir || u.Path == "." {
+			continue
+		}
+		switch ok, reached := d.walked[u.Path]; {
+		case !reached:
+			d.skip.forget(u.Path) // gone: nothing to retry
+		case ok:
+			d.skip.ok(u.Path) // listed this time
+		}
+	}
+	return dedupe(w.out), nil
 }
+
+// rootError is list's error when the source's root cannot be listed (gone,
+// replaced by a file, no permission): Rescan then waits for it.
+type rootError struct{ err error }
+
+func (e *rootError) Error() string { return "list root: " + e.err.Error() }
+func (e *rootError) Unwrap() error { return e.err }
 
 // walkDir walks the real directory dir, whose files are named prefix/... in
 // the source (prefix is "" for the root, or the path of a followed link).
 func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
+	now := d.cfg.Clock()
 	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if p != dir && errors.Is(err, fs.ErrNotExist) {
 				return nil // vanished while walking
 			}
-			return err
+			if p == dir && prefix == "" {
+				return &rootError{err}
+			}
+			rel, rerr := filepath.Rel(dir, p)
+			if rerr != nil {
+				return nil
+			}
+			rel = path.Join(prefix, filepath.ToSlash(rel))
+			if e != nil && e.IsDir() {
+				d.walked[rel] = false
+				d.skip.failed(rel, true, err, now)
+				return filepath.SkipDir // its files are kept as tracked (Rescan)
+			}
+			return nil
 		}
 		if p != dir && strings.HasPrefix(e.Name(), ".") {
 			if e.IsDir() {
@@ -274,6 +327,13 @@ func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
 			if !w.enter(e) {
 				return filepath.SkipDir // reached before, through a link: no loops, no double reads
 			}
+			if p != dir || prefix != "" {
+				d.walked[rel] = true // until its listing fails (the call with err)
+				if !d.skip.due(rel, now) {
+					d.walked[rel] = false
+					return filepath.SkipDir // unreadable: tried again after its backoff
+				}
+			}
 			w.seen[p] = true
 			if prefix != "" {
 				d.linked[p] = rel
@@ -281,7 +341,8 @@ func (d *DirSource) walkDir(w *walk, dir, prefix string) error {
 			if d.watcher != nil && !d.watched[p] {
 				if err := d.watcher.Add(p); err == nil {
 					d.watched[p] = true
-				} else {
+				} else if !d.warned["watch:"+p] {
+					d.warned["watch:"+p] = true // once: an unreadable directory is tried again and again
 					d.cfg.Logger.Warn("cannot watch directory; the rescan will cover it", "dir", p, "error", err)
 				}
 			}
@@ -339,8 +400,12 @@ func (d *DirSource) Position() Position {
 		return p
 	})
 	p.Gone = d.goneList()
+	p.Unreadable = d.skip.snapshot()
 	return p
 }
+
+// Unreadable implements Skipper: the paths skipped now, in path order.
+func (d *DirSource) Unreadable() []Unreadable { return d.skip.snapshot() }
 
 // Exhausted implements Source: with Once, every file present at Open has
 // been read up to its size then. A tailing source is never exhausted.
@@ -438,7 +503,7 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 	}
 	if !d.cfg.Once {
 		d.drainEvents()
-		if d.needRescan || d.cfg.Clock().Sub(d.lastRescan) >= d.cfg.Rescan {
+		if d.needRescan || d.cfg.Clock().Sub(d.lastRescan) >= d.cfg.Rescan || d.skip.has(".") && d.skip.due(".", d.cfg.Clock()) {
 			if err := d.Rescan(ctx); err != nil {
 				return dst, err
 			}
@@ -451,9 +516,17 @@ func (d *DirSource) Read(ctx context.Context, dst []tidemark.Record, maxRecords 
 	dst = slices.Grow(dst, d.expect(maxRecords))
 	d.keys = d.keys[:0]
 	for i, rel := range d.order {
-		if st := d.files[rel]; !d.finished(st) {
-			d.keys = append(d.keys, keyOf(&st.pos, i))
+		st := d.files[rel]
+		if d.finished(st) {
+			continue
 		}
+		if !st.pos.HasMax && !st.pos.HasNext && !st.peeked {
+			d.peek(st, i, arrival)
+			if d.finished(st) {
+				continue // under Once, found unreadable
+			}
+		}
+		d.keys = append(d.keys, keyOf(&st.pos, i))
 	}
 	d.queue.reset(d.keys)
 	n := 0
@@ -530,29 +603,14 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 		return dst, 0, false, nil
 	}
 	d.catchUp(st)
+	d.use(st)
 	if st.r == nil {
 		if !d.cfg.Once && (!st.compressed && st.size <= st.pos.Offset || st.compressed && st.size == st.failedSize || st.held()) {
 			return dst, 0, false, nil // nothing new since the last stat
 		}
-		err := d.openReader(st)
-		switch {
-		case errors.Is(err, errHeld):
-			st.failedSize = st.size
-			return dst, 0, false, nil
-		case errors.Is(err, errCovered):
-			st.pos.Done = true // a compressed copy of what was read already
+		if d.blocked(st) || !d.openForRead(st) {
 			return dst, 0, false, nil
 		}
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				d.needRescan = true
-			} else {
-				d.cfg.Logger.Warn("cannot read file; will retry", "source", d.name, "file", st.pos.Path, "error", err)
-			}
-			st.unreadable = true
-			return dst, 0, false, nil
-		}
-		st.unreadable = false
 	}
 	c := lineRead{source: d.name, cfg: &d.cfg.DecoderConfig, decoders: d.json,
 		arrival: arrival, idx: idx, bound: bound, scratch: &d.scratch}
@@ -575,6 +633,45 @@ func (d *DirSource) readFile(st *fileState, dst []tidemark.Record, maxRecords in
 		st.close() // caught up: free the descriptor until the file grows
 	}
 	return dst, n, stop == stopMore, nil
+}
+
+// blocked reports whether st is not to be opened now: it failed and its
+// retry is not due, or it lies under a directory (or root) that cannot be
+// read.
+func (d *DirSource) blocked(st *fileState) bool {
+	return !d.skip.due(st.pos.Path, d.cfg.Clock()) || d.skip.under(st.pos.Path)
+}
+
+// openForRead opens st's reader at its position, within the open-file cap
+// (openfiles.go). A file that cannot be opened is marked unreadable and
+// retried with backoff (unreadable.go); one gone makes a rescan due.
+func (d *DirSource) openForRead(st *fileState) bool {
+	d.use(st)
+	d.room(st, false)
+	err := d.openReader(st)
+	if err != nil && tooManyOpen(err) {
+		d.room(st, true) // out of descriptors: free every other one, then try once more
+		err = d.openReader(st)
+	}
+	switch {
+	case err == nil:
+		st.unreadable = false
+		d.skip.ok(st.pos.Path)
+		d.track(st)
+		return true
+	case errors.Is(err, errHeld):
+		st.failedSize = st.size // another file of its identity is read that far, or it is still being written
+		return false
+	case errors.Is(err, errCovered):
+		st.pos.Done = true // a compressed copy of what was read already
+		return false
+	case errors.Is(err, fs.ErrNotExist):
+		d.needRescan = true
+	default:
+		d.skip.failed(st.pos.Path, false, err, d.cfg.Clock())
+	}
+	st.unreadable = true
+	return false
 }
 
 func (d *DirSource) newCSV(header []byte) (Decoder, error) {
@@ -666,6 +763,12 @@ func (d *DirSource) openReader(st *fileState) error {
 		// Aligned reading keeps every file with data open at once: share
 		// 8 MiB of read buffers among them.
 		st.r.size = max(16<<10, min(st.r.size, (8<<20)/n))
+	}
+	if left := st.end() - st.pos.Offset; !st.compressed && left >= 0 && left < int64(st.r.size) {
+		// A small file (a backlog of thousands of them) gets a buffer its
+		// size: buffers stay live until their batch is committed, and it
+		// grows if the file does.
+		st.r.size = max(1<<10, int(left)+1)
 	}
 	if d.cfg.Format == FormatCSV && st.pos.Header != nil {
 		return st.csvFrom(&d.cfg.DecoderConfig)

@@ -107,15 +107,16 @@ func TestDirOnce(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a", "z.ndjson"), ev("04:00")+"\n")
 	writeFile(t, filepath.Join(dir, ".hidden"), "x\n")
 	writeFile(t, filepath.Join(dir, ".tmp", "x.ndjson"), "x\n")
-	// Event-time aligned: each file gives its first event, then the one
-	// that lags goes on until it passes another (ties in path order).
+	// Event-time aligned: each file waits its turn at the event time it
+	// starts at (peeked, not taken), and the one that lags goes on until
+	// it passes another (ties in path order): here, the one-file order.
 	want := "a.ndjson@0:" + ev("01:00") + "\n" +
-		"a/z.ndjson@0:" + ev("04:00") + "\n" +
-		"b.ndjson@0:" + ev("02:00") + "\n" +
 		"a.ndjson@38:not json[malformed]\n" +
 		"a.ndjson@47:[blank]\n" +
 		"a.ndjson@48:" + ev("01:30") + "\n" +
-		"b.ndjson@38:" + ev("03:00") + "\r\n"
+		"b.ndjson@0:" + ev("02:00") + "\n" +
+		"b.ndjson@38:" + ev("03:00") + "\r\n" +
+		"a/z.ndjson@0:" + ev("04:00") + "\n"
 	for _, batch := range []int{1, 2, 1000} {
 		s := openTest(t, dir, SourceConfig{Once: true}, Position{})
 		got := readAll(t, s, batch)
@@ -147,10 +148,10 @@ func TestDirGlobAndFile(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "x.txt"), ev("02:00")+"\n")
 	writeFile(t, filepath.Join(dir, "sub", "y.ndjson"), ev("03:00")+"\n")
 	tests := []struct{ spec, files string }{
-		{filepath.Join(dir, "*.ndjson"), "sub/y.ndjson x.ndjson"},
+		{filepath.Join(dir, "*.ndjson"), "x.ndjson sub/y.ndjson"}, // event-time aligned
 		{filepath.Join(dir, "sub", "*.ndjson"), "y.ndjson"},
 		{filepath.Join(dir, "x.txt"), "x.txt"},
-		{dir, "sub/y.ndjson x.ndjson x.txt"},
+		{dir, "x.ndjson x.txt sub/y.ndjson"},
 	}
 	for _, tt := range tests {
 		s := openTest(t, tt.spec, SourceConfig{Once: true}, Position{})
@@ -222,8 +223,10 @@ func TestDirCompressed(t *testing.T) {
 	for _, once := range []bool{true, false} {
 		s := openTest(t, dir, SourceConfig{Once: once, PollOnly: true}, Position{})
 		got := readAll(t, s, 1)
-		want := "a.ndjson.gz@0:" + ev("01:00") + "\nb.ndjson.zst@0:" + ev("01:30") + "\n" +
-			"a.ndjson.gz@38:" + ev("02:00") + "\nb.ndjson.zst@38:" + ev("02:30") + "\n" // event-time aligned
+		// Event-time aligned: a file goes on while its frontier (01:00 after
+		// its first line) is behind the next one's peeked time (b: 01:30).
+		want := "a.ndjson.gz@0:" + ev("01:00") + "\na.ndjson.gz@38:" + ev("02:00") + "\n" +
+			"b.ndjson.zst@0:" + ev("01:30") + "\nb.ndjson.zst@38:" + ev("02:30") + "\n"
 		if summary(got) != want {
 			t.Errorf("once=%v: got\n%s\nwant\n%s", once, summary(got), want)
 		}

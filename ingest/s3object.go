@@ -22,6 +22,7 @@ type s3Object struct {
 	body    io.ReadCloser
 	closers []io.Closer
 
+	used      uint64    // s3Source.tick when last read (openfiles.go)
 	gone      bool      // a GET found it changed (412) or deleted (404)
 	openFails int       // consecutive failed GETs
 	readFails int       // consecutive failed reads of the body without a record
@@ -49,7 +50,10 @@ func (o *s3Object) close() error {
 // idx of the key order, stopping early once its event time passes bound
 // (another object lags now). more reports that it stopped for max or bound.
 func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int, arrival int64, a *arena, idx int, bound alignKey) (_ []tidemark.Record, n int, more bool, _ error) {
+	s.tick++
+	o.used = s.tick
 	if o.r == nil {
+		s.room(o)
 		if err := s.openObject(o); err != nil {
 			s.getFailed(o, err)
 			return dst, 0, false, nil
@@ -57,6 +61,7 @@ func (s *s3Source) readObject(o *s3Object, dst []tidemark.Record, maxRecords int
 		if o.r == nil { // nothing left to read
 			return dst, 0, false, nil
 		}
+		s.opened = append(s.opened, o)
 	}
 	c := lineRead{source: s.name, cfg: &s.cfg.DecoderConfig, decoders: s.json,
 		arrival: arrival, idx: idx, bound: bound, scratch: &s.scratch, copy: a.copy}

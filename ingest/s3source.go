@@ -66,7 +66,28 @@ type s3Source struct {
 	settleAt time.Time // when the first unsettled object of the last listing settles; zero = none
 	needPoll bool
 	closed   bool
+
+	// Listing (docs/files-operations.md): a poll lists only the keys after
+	// after, the last key up to which every listed key is tracked; a full
+	// listing, every s3FullListing polls' worth of time, finds keys that
+	// sort earlier, overwrites and deletions. listed counts the keys the
+	// last listing returned.
+	after    string
+	lastFull time.Time
+	listed   int
+
+	// Open GET bodies are capped at maxOpen: the least recently read is
+	// closed and reopened at its position (a ranged GET).
+	opened  []*s3Object
+	maxOpen int
+	tick    uint64
 }
+
+// s3FullListing is how many Rescan periods pass between full listings.
+const s3FullListing = 10
+
+// maxOpenObjects caps the GET bodies an S3 source holds open at once.
+const maxOpenObjects = 32
 
 var (
 	_ Source = (*s3Source)(nil)
@@ -91,7 +112,7 @@ func openS3With(ctx context.Context, spec string, cfg SourceConfig, opt s3Option
 	}
 	s := &s3Source{
 		name: spec, bucket: bucket, prefix: prefix, cfg: cfg, settle: opt.settle(),
-		client: client, core: minio.Core{Client: client}, objects: map[string]*s3Object{},
+		client: client, core: minio.Core{Client: client}, objects: map[string]*s3Object{}, maxOpen: maxOpenObjects,
 	}
 	if cfg.Format != FormatCSV {
 		if s.json, err = ndjsonDecoders(cfg.DecoderConfig); err != nil {
@@ -116,26 +137,58 @@ func openS3With(ctx context.Context, spec string, cfg SourceConfig, opt s3Option
 // settled objects are added (or resumed from the matching entry of resume,
 // whatever their age), vanished ones dropped, overwritten ones replaced by
 // their new version once it has settled.
+//
+// A poll lists only the keys after s.after (StartAfter): producers that
+// name objects by time (or by a sequence) add keys that sort last, so an
+// idle poll costs one short request however large the prefix. A full
+// listing, at Open and then every s3FullListing Rescan periods (or when a
+// GET found an object changed or gone), is the backstop for keys that sort
+// earlier, overwritten keys and deletions.
 func (s *s3Source) poll(ctx context.Context, resume map[string]FilePosition) error {
 	now := s.cfg.Clock()
 	ctx, cancel := context.WithCancel(ctx) // stops the lister if we return early
 	defer cancel()
+	full := resume != nil || s.after == "" || s.needPoll || now.Sub(s.lastFull) >= s3FullListing*s.cfg.Rescan
+	opts := minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}
+	if !full {
+		opts.StartAfter = s.after
+	}
 	listed := map[string]minio.ObjectInfo{}
-	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}) {
+	var keys []string // in listing (key) order
+	s.listed = 0
+	for obj := range s.client.ListObjects(ctx, s.bucket, opts) {
 		if obj.Err != nil {
 			return fmt.Errorf("list s3://%s/%s: %w", s.bucket, s.prefix, obj.Err)
 		}
+		s.listed++
 		rel := strings.TrimPrefix(obj.Key, s.prefix)
+		keys = append(keys, obj.Key)
 		if hiddenKey(rel) {
 			continue
 		}
 		listed[rel] = obj
 	}
 	s.lastPoll, s.settleAt, s.needPoll = now, time.Time{}, false
+	if full {
+		s.lastFull, s.after = now, ""
+	}
+	defer func() {
+		// The cursor moves past every key now tracked (or skipped), up to
+		// the first one waiting to settle: it is listed again.
+		for _, key := range keys {
+			rel := strings.TrimPrefix(key, s.prefix)
+			if _, ok := s.objects[rel]; !ok && !hiddenKey(rel) {
+				break
+			}
+			s.after = key
+		}
+	}()
 	changed := false
 	for rel, o := range s.objects {
 		info, ok := listed[rel]
 		switch {
+		case !ok && !full:
+			// Not in a listing of what is new: nothing to say.
 		case !ok:
 			o.close()
 			delete(s.objects, rel)

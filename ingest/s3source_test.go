@@ -236,8 +236,8 @@ func TestS3NewObjectsBetweenPolls(t *testing.T) {
 	}
 
 	// Uploaded between polls, one sorting before what was read: the next
-	// poll finds both, Wait returns at once, and they come event-time
-	// aligned, ties in key order.
+	// poll lists only the keys after m.ndjson and finds z, Wait returns at
+	// once; the full listing finds a.
 	a, wantA := s3Lines("a.ndjson", "a", 2)
 	z, wantZ := s3Lines("z.ndjson", "z", 2)
 	f.put(t, "z.ndjson", z)
@@ -251,8 +251,94 @@ func TestS3NewObjectsBetweenPolls(t *testing.T) {
 	if err := s.Wait(ctx, time.Hour); err != nil {
 		t.Fatalf("wait: %v", err)
 	}
-	if got, want := s3Render(s3Drain(t, s, 10)), s3Aligned(wantA, wantZ); got != want {
-		t.Errorf("after poll: got\n%s\nwant\n%s", got, want)
+	if got := s3Render(s3Drain(t, s, 10)); got != wantZ {
+		t.Errorf("after poll: got\n%s\nwant\n%s", got, wantZ)
+	}
+	f.clock.add(s3FullListing * DefaultRescan)
+	if got := s3Render(s3Drain(t, s, 10)); got != wantA {
+		t.Errorf("after the full listing: got\n%s\nwant\n%s", got, wantA)
+	}
+}
+
+// A poll lists only the keys after the last one tracked; a key that sorts
+// earlier is found by the full listing, every s3FullListing Rescans.
+func TestS3PollListsOnlyNew(t *testing.T) {
+	f := newS3Fix(t)
+	for i := range 20 {
+		data, _ := s3Lines("", "k", 1)
+		f.put(t, fmt.Sprintf("k%03d.ndjson", i), data)
+	}
+	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
+	if s.listed != 20 {
+		t.Errorf("open listed %d keys, want all 20", s.listed)
+	}
+	if got := len(s3Drain(t, s, 100)); got != 20 {
+		t.Fatalf("read %d records, want 20", got)
+	}
+	steps := []struct {
+		put    string
+		after  time.Duration
+		listed int
+		read   int
+	}{
+		{"", DefaultRescan, 0, 0},                  // idle: an empty listing
+		{"k020.ndjson", DefaultRescan, 1, 1},       // new at the end
+		{"a.ndjson", DefaultRescan, 0, 0},          // sorts earlier: not listed yet
+		{"", s3FullListing * DefaultRescan, 22, 1}, // the full listing finds it
+		{"k021.ndjson", DefaultRescan, 1, 1},       // and polls go on from the end
+	}
+	for i, st := range steps {
+		if st.put != "" {
+			data, _ := s3Lines("", "x", 1)
+			f.put(t, st.put, data)
+		}
+		f.clock.add(st.after)
+		got := len(s3Drain(t, s, 100))
+		if s.listed != st.listed || got != st.read {
+			t.Errorf("step %d (%q): listed %d keys and read %d records, want %d and %d", i, st.put, s.listed, got, st.listed, st.read)
+		}
+	}
+}
+
+// An S3 backlog holds at most maxOpen GET bodies at once, and reads the
+// same records in the same order as without the cap.
+func TestS3OpenBodiesCapped(t *testing.T) {
+	f := newS3Fix(t)
+	const objects, lines, limit = 60, 4, 4
+	for i := range objects {
+		var b strings.Builder
+		for k := range lines {
+			fmt.Fprintf(&b, `{"event_time":"2026-01-01T10:%02d:%02dZ","i":%d}`+"\n", (k*objects+i)/60, (k*objects+i)%60, i)
+		}
+		f.put(t, fmt.Sprintf("o%03d.ndjson", i), []byte(b.String()))
+	}
+	read := func(cap int) string {
+		s := f.open(t, "", SourceConfig{Once: true}, s3Options{}, Position{})
+		s.maxOpen = cap
+		var all []tidemark.Record
+		for !s.Exhausted() {
+			recs, err := s.Read(t.Context(), nil, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			open := 0
+			for _, o := range s.objects {
+				if o.r != nil {
+					open++
+				}
+			}
+			if open > cap {
+				t.Fatalf("cap %d: %d bodies open", cap, open)
+			}
+			all = append(all, recs...)
+		}
+		if len(all) != objects*lines {
+			t.Fatalf("cap %d: read %d records, want %d", cap, len(all), objects*lines)
+		}
+		return s3Render(all)
+	}
+	if capped, free := read(limit), read(objects*2); capped != free {
+		t.Errorf("with the cap the records differ:\n%s\nwithout:\n%s", capped, free)
 	}
 }
 
@@ -269,7 +355,7 @@ func TestS3OverwrittenKeyIsNewObject(t *testing.T) {
 	if info1.ETag == info2.ETag {
 		t.Fatalf("overwrite kept ETag %s", info1.ETag)
 	}
-	f.clock.add(DefaultRescan)
+	f.clock.add(s3FullListing * DefaultRescan) // overwrites are found by the full listing
 	if got := s3Render(s3Drain(t, s, 10)); got != want2 {
 		t.Errorf("v2: got\n%s\nwant\n%s", got, want2)
 	}
@@ -458,7 +544,7 @@ func TestS3PositionListsLiveObjects(t *testing.T) {
 	if err := f.c.RemoveObject(t.Context(), f.bucket, "a.ndjson", minio.RemoveObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.add(DefaultRescan)
+	f.clock.add(s3FullListing * DefaultRescan) // deletions are found by the full listing
 	if got := s3Drain(t, s, 10); len(got) != 0 {
 		t.Errorf("read after delete: got %s, want nothing", s3Render(got))
 	}
@@ -744,5 +830,51 @@ func TestS3ViaOpen(t *testing.T) {
 	}
 	if got := s3Render(s3Drain(t, s, 10)); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// BenchmarkS3Poll50k measures one poll of a prefix holding 50,000 objects:
+// a full listing (Open's, and the periodic backstop) and the poll that
+// lists only what is new (nothing, here).
+func BenchmarkS3Poll50k(b *testing.B) {
+	const n = 50000
+	f := newS3Fix(b)
+	var wg sync.WaitGroup
+	keys := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range keys {
+				data := []byte(fmt.Sprintf(`{"event_time":"2026-01-01T10:00:00Z","i":%d}`+"\n", i))
+				if _, err := f.c.PutObject(b.Context(), f.bucket, fmt.Sprintf("2026/01/01/%06d.ndjson", i), bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		keys <- i
+	}
+	close(keys)
+	wg.Wait()
+	s := f.open(b, "", SourceConfig{}, s3Options{}, Position{})
+	if s.listed != n {
+		b.Fatalf("listed %d, want %d", s.listed, n)
+	}
+	for _, full := range []bool{true, false} {
+		name := "new-only"
+		if full {
+			name = "full"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if full {
+					s.lastFull = time.Time{}
+				}
+				if err := s.poll(b.Context(), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.listed), "keys/poll")
+		})
 	}
 }

@@ -139,6 +139,9 @@ type Position struct {
 	// there, the most recent last, at most maxGone: a compressed rotation
 	// or a copy of one that appears later continues from where it ended.
 	Gone []FilePosition `json:"gone,omitempty"`
+	// Unreadable lists the paths the source skipped, as of the Position
+	// (unreadable.go): shown by `tidemark checkpoint`, never read back.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
 // positionOf builds a Position from the files in order, each looked up by
@@ -194,6 +197,11 @@ type FilePosition struct {
 	// LastLine is the read time (µs) of the last line read from the file,
 	// for --idle-timeout per file.
 	LastLine int64 `json:"last_line_us,omitempty"`
+	// Next is, for a file with no valid event read yet, the event time of
+	// the first valid record at Offset (DirSource.peek): where it stands in
+	// aligned reading, and what it holds the watermark at, until it is read.
+	Next    int64 `json:"next_us,omitempty"`
+	HasNext bool  `json:"has_next,omitempty"`
 	// Rotated: the file was renamed while tracked (rotated away), so once
 	// read to its end it is taken as finished.
 	Rotated bool `json:"rotated,omitempty"`

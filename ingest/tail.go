@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -95,12 +96,24 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if !d.skip.due(".", d.cfg.Clock()) {
+		// The root is gone or unreadable: tried again after its backoff.
+		d.needRescan, d.lastRescan = false, d.cfg.Clock()
+		return nil
+	}
 	listed, err := d.list()
+	d.needRescan = false
+	d.lastRescan = d.cfg.Clock()
+	if re := (*rootError)(nil); errors.As(err, &re) {
+		// Gone (deleted, a volume unmounted) or unreadable: keep every
+		// file as it is and wait for the root to come back.
+		d.skip.failed(".", true, re.err, d.cfg.Clock())
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("rescan source %s: %w", d.name, err)
 	}
-	d.needRescan = false
-	d.lastRescan = d.cfg.Clock()
+	d.skip.ok(".")
 	byIno := make(map[[2]uint64]string, len(listed))
 	for rel, fi := range listed {
 		dev, ino := fileID(fi)
@@ -114,6 +127,10 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 		nrel, ok := byIno[id]
 		if ok && next[nrel] != nil {
 			ok = false // two states of one inode (a rename onto a tracked name): keep the first
+		}
+		if !ok && d.skip.under(rel) {
+			next[rel] = st // in a directory it cannot list now: unseen, not gone
+			continue
 		}
 		if !ok {
 			d.cfg.Logger.Info("file gone; dropping it", "source", d.name, "file", rel, "offset", st.pos.Offset)
@@ -153,6 +170,7 @@ func (d *DirSource) Rescan(ctx context.Context) error {
 	d.files = next
 	d.reorder()
 	d.identifyAll(fresh)
+	d.skip.keep(func(rel string) bool { return d.files[rel] != nil })
 	return nil
 }
 
@@ -183,6 +201,9 @@ func (d *DirSource) Wait(ctx context.Context, timeout time.Duration) error {
 	if rescanIn <= 0 || d.needRescan {
 		return ctx.Err()
 	}
+	if at, ok := d.skip.nextRetry(d.cfg.Clock()); ok {
+		timeout = min(timeout, at.Sub(d.cfg.Clock())) // an unreadable path's retry
+	}
 	timer := time.NewTimer(min(timeout, rescanIn))
 	defer timer.Stop()
 	var events <-chan fsnotify.Event
@@ -211,8 +232,8 @@ func (d *DirSource) Wait(ctx context.Context, timeout time.Duration) error {
 // hasData reports whether some file is known to extend past what was read.
 func (d *DirSource) hasData() bool {
 	for _, st := range d.files {
-		if st.pos.Done {
-			continue
+		if st.pos.Done || st.unreadable {
+			continue // an unreadable file is tried when its retry is due (Wait's timer)
 		}
 		if st.held() {
 			continue

@@ -425,6 +425,13 @@ func (l *Lake) stageRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 			return out, err
 		}
 		out = append(out, stagedAdd{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
+		if len(out) > maxOpenStaged {
+			// A batch spanning many hours: one descriptor per partition
+			// would not be bounded.
+			if err := f.park(); err != nil {
+				return out, err
+			}
+		}
 	}
 	return out, nil
 }

@@ -561,6 +561,46 @@ type stagedFile struct {
 	key    string
 	tmp    *os.File
 	stager store.Stager
+	// parked is the temp file's name while its descriptor is closed
+	// (park): a batch of many hour partitions holds one descriptor each
+	// otherwise.
+	parked string
+}
+
+// maxOpenStaged bounds the staged files of one table and batch that keep
+// their descriptor; the rest are parked, reopened by name to publish.
+const maxOpenStaged = 16
+
+// park closes the staged file's descriptor, keeping the file: publish and
+// drop reopen or remove it by name. Its fsync is still publish's (the
+// data's dirty pages belong to the file, not the descriptor).
+func (f *stagedFile) park() error {
+	if f.tmp == nil || f.parked != "" {
+		return nil
+	}
+	name := f.tmp.Name()
+	if err := f.tmp.Close(); err != nil {
+		_ = os.Remove(name)
+		f.tmp = nil
+		return fmt.Errorf("park staged file: %w", err)
+	}
+	f.tmp, f.parked = nil, name
+	return nil
+}
+
+// unpark reopens a parked file for publish.
+func (f *stagedFile) unpark() error {
+	if f.parked == "" {
+		return nil
+	}
+	tmp, err := os.OpenFile(f.parked, os.O_RDWR, 0)
+	if err != nil {
+		_ = os.Remove(f.parked)
+		f.parked = ""
+		return fmt.Errorf("reopen staged file: %w", err)
+	}
+	f.tmp, f.parked = tmp, ""
+	return nil
 }
 
 // stage closes the file and readies it to be stored under dir with a
@@ -593,6 +633,9 @@ func (w *fileWriter) stage(st store.Store, dir string) (*stagedFile, error) {
 // publish stores the staged file under its key; it is gone from the temp
 // area either way.
 func (f *stagedFile) publish(ctx context.Context, st store.Store) error {
+	if err := f.unpark(); err != nil {
+		return err
+	}
 	tmp := f.tmp
 	f.tmp = nil
 	if tmp == nil {
@@ -622,6 +665,10 @@ func (f *stagedFile) publish(ctx context.Context, st store.Store) error {
 // drop throws the staged file away unpublished; safe to call more than
 // once, and after publish.
 func (f *stagedFile) drop() {
+	if f.parked != "" {
+		_ = os.Remove(f.parked)
+		f.parked = ""
+	}
 	if f.tmp == nil {
 		return
 	}

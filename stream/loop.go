@@ -160,6 +160,11 @@ func (r *runner) run(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
+	if r.cfg.Once {
+		if err := r.incomplete(); err != nil {
+			return err
+		}
+	}
 	if r.cfg.Drain {
 		return r.drain(ctx)
 	}

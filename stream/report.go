@@ -233,6 +233,8 @@ type progress struct {
 	Emitted    int                       `json:"windows_emitted"`
 	DurationMs float64                   `json:"duration_ms"`
 	Drain      bool                      `json:"drain,omitempty"`
+	// Unreadable names, per source, the paths it skips now (unreadable.go).
+	Unreadable map[string]unreadableProgress `json:"unreadable,omitempty"`
 	// Shards is set on a lake other streams write too (see shardsOf).
 	Shards *shardProgress `json:"shards,omitempty"`
 	// Stalled names what holds the watermark back once it has not moved
@@ -334,6 +336,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 		}
 		p.Sources[m.Name] = sp
 	}
+	p.Unreadable = unreadableOf(r.sources)
 	if r.metrics != nil {
 		r.metrics.observe(p, res, marks)
 	}

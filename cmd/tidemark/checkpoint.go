@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"tidemark"
+	"tidemark/ingest"
 	"tidemark/lake/store"
 	"tidemark/stream"
 )
@@ -172,9 +173,27 @@ func writeCheckpointText(w io.Writer, r checkpointReport, now time.Time) error {
 			}
 			fmt.Fprintf(tw, "  %s\toffset %d\t%s\n", f.Path, f.Offset, state)
 		}
+		writeUnreadable(tw, s.Unreadable)
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeUnreadable prints the paths a source skipped because it could not
+// read them (retried with backoff).
+func writeUnreadable(w io.Writer, list []ingest.Unreadable) {
+	if len(list) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  unreadable\t%d path(s), skipped and retried with backoff\n", len(list))
+	for _, u := range list {
+		kind := ""
+		if u.Dir {
+			kind = " (directory)"
+		}
+		fmt.Fprintf(w, "  %s%s\t%s\tsince %s, %d tries\n", u.Path, kind, u.Error,
+			tidemark.FormatTime(u.Since), u.Tries)
+	}
 }
