@@ -282,6 +282,21 @@ func (t *Table) afterCommit(ctx context.Context, v int64, data []byte) {
 		t.opts.Logger.Warn("delta log cleanup skipped", "table", t.path, "error", err)
 		return
 	}
+	// The cached state drops the expired tombstones too, so a long-lived
+	// writer's memory stays bounded like its checkpoints (cached states
+	// are never changed in place: a pruned copy replaces it).
+	cutoff := t.opts.Clock().Add(-ret.DeletedFiles).UnixMilli()
+	t.mu.Lock()
+	if t.cached == next {
+		pruned := next.clone()
+		for k, r := range pruned.tombstones {
+			if r.DeletionTimestamp < cutoff {
+				delete(pruned.tombstones, k)
+			}
+		}
+		t.cached = pruned
+	}
+	t.mu.Unlock()
 	if !ret.CleanupLog {
 		return
 	}

@@ -136,6 +136,10 @@ func TestLogRetention(t *testing.T) {
 			t.Errorf("%s was removed; a retained version needs it", kept)
 		}
 	}
+	// The writer's cached state dropped the expired tombstones as well.
+	if snap, err := tbl.Snapshot(ctx, -1); err != nil || len(snap.Tombstones) > 25 {
+		t.Errorf("writer's latest snapshot: %d tombstones (%v), want at most the 25 of this week", len(snap.Tombstones), err)
+	}
 	// Time travel within the retention, on a fresh reader (no cache).
 	fresh := Open(st, "t", Options{})
 	for _, v := range []int64{30, 35, 49, 55} {
