@@ -13,8 +13,11 @@ import (
 // compressed version) share one read position: a line read from one is not
 // read again from another.
 
-// maxGone bounds DirSource.gone, the files read that are no longer there.
-const maxGone = 1024
+// maxGone bounds DirSource.gone, the files read that are no longer there
+// (they are in every Position, so in every batch's checkpoint record). At
+// Open, all the resumed ones are matched first (a restored or moved
+// directory), then the list is cut to maxGone.
+const maxGone = 256
 
 // errHeld says a file cannot be read yet: it is not identified (no complete
 // first line, or a short file that may be a copy still being made), or it
@@ -200,6 +203,13 @@ func (d *DirSource) retirePos(p FilePosition) {
 		d.goneOrder = append(d.goneOrder, p.ID)
 	}
 	d.gone[p.ID] = p
+	if !d.opening {
+		d.trimGone()
+	}
+}
+
+// trimGone forgets the oldest gone files past maxGone.
+func (d *DirSource) trimGone() {
 	for len(d.gone) > maxGone {
 		delete(d.gone, d.goneOrder[0])
 		d.goneOrder = d.goneOrder[1:]
