@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // This file decides which file a file is (docs/file-identity.md): the
@@ -63,23 +64,13 @@ func (d *DirSource) identifyAll(sts []*fileState) {
 	if len(sts) == 0 {
 		return
 	}
-	slices.SortFunc(sts, func(a, b *fileState) int { return compareStrings(a.pos.Path, b.pos.Path) })
+	slices.SortFunc(sts, func(a, b *fileState) int { return strings.Compare(a.pos.Path, b.pos.Path) })
 	idx := d.index()
 	for _, st := range sts {
 		if err := d.identify(st, idx); errors.Is(err, errHeld) {
 			st.failedSize = st.size
 		}
 	}
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // identify gives st its identity: that of a known file whose content it
