@@ -63,6 +63,7 @@ type DirSource struct {
 	gone      map[string]FilePosition
 	goneOrder []string
 	byID      map[string][]*fileState
+	opening   bool     // Open is matching the resumed files: gone is not cut yet
 	pool      readPool // the files' read buffers, reused once Recycle allows
 
 	watcher    *fsnotify.Watcher
@@ -180,6 +181,7 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 		}
 		d.files[rel] = st
 	}
+	d.opening = true
 	for _, p := range resume.Gone {
 		d.retirePos(p)
 	}
@@ -190,6 +192,8 @@ func openDir(ctx context.Context, spec string, cfg SourceConfig, resume Position
 	}
 	d.reorder()
 	d.identifyAll(fresh)
+	d.opening = false
+	d.trimGone()
 	d.lastRescan = cfg.Clock()
 	return d, nil
 }

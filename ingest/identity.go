@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // This file decides which file a file is (docs/file-identity.md): the
@@ -13,8 +14,11 @@ import (
 // compressed version) share one read position: a line read from one is not
 // read again from another.
 
-// maxGone bounds DirSource.gone, the files read that are no longer there.
-const maxGone = 1024
+// maxGone bounds DirSource.gone, the files read that are no longer there
+// (they are in every Position, so in every batch's checkpoint record). At
+// Open, all the resumed ones are matched first (a restored or moved
+// directory), then the list is cut to maxGone.
+const maxGone = 256
 
 // errHeld says a file cannot be read yet: it is not identified (no complete
 // first line, or a short file that may be a copy still being made), or it
@@ -60,23 +64,13 @@ func (d *DirSource) identifyAll(sts []*fileState) {
 	if len(sts) == 0 {
 		return
 	}
-	slices.SortFunc(sts, func(a, b *fileState) int { return compareStrings(a.pos.Path, b.pos.Path) })
+	slices.SortFunc(sts, func(a, b *fileState) int { return strings.Compare(a.pos.Path, b.pos.Path) })
 	idx := d.index()
 	for _, st := range sts {
 		if err := d.identify(st, idx); errors.Is(err, errHeld) {
 			st.failedSize = st.size
 		}
 	}
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // identify gives st its identity: that of a known file whose content it
@@ -200,6 +194,13 @@ func (d *DirSource) retirePos(p FilePosition) {
 		d.goneOrder = append(d.goneOrder, p.ID)
 	}
 	d.gone[p.ID] = p
+	if !d.opening {
+		d.trimGone()
+	}
+}
+
+// trimGone forgets the oldest gone files past maxGone.
+func (d *DirSource) trimGone() {
 	for len(d.gone) > maxGone {
 		delete(d.gone, d.goneOrder[0])
 		d.goneOrder = d.goneOrder[1:]

@@ -388,3 +388,28 @@ func TestIdentityLimitLegacy(t *testing.T) {
 	d.Limit(end)
 	wantIDs(t, "replay of a legacy batch", summary(readAll(t, d, 100)), 0, 5)
 }
+
+// TestIdentityManyMovedFiles: a moved source's files, given as gone (the
+// stream does so for a source new to its checkpoint), are all matched at
+// Open even past maxGone; then the gone list is cut to maxGone.
+func TestIdentityManyMovedFiles(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a")
+	n := maxGone + 50
+	for i := range n {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%04d.log", i)), idLines(i*10, 2))
+	}
+	d := openTest(t, dir, SourceConfig{Once: true}, Position{}).(*DirSource)
+	if got := len(readAll(t, d, 100000)); got != 2*n {
+		t.Fatalf("first read: got %d records, want %d", got, 2*n)
+	}
+	pos := d.Position()
+	moved := filepath.Join(root, "b")
+	rename(t, dir, moved)
+	writeFile(t, filepath.Join(root, "b", "new.log"), idLines(100000, 1))
+	r := openTest(t, moved, SourceConfig{Once: true}, Position{Gone: append(pos.Files, FilePosition{Path: "x", ID: "gone-only", Hash: "h", HashLen: 1, Head: "h", Offset: 5})}).(*DirSource)
+	wantIDs(t, "moved source", summary(readAll(t, r, 100000)), 100000, 1)
+	if g := len(r.Position().Gone); g > maxGone {
+		t.Errorf("got %d gone files, want at most %d", g, maxGone)
+	}
+}
