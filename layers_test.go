@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"tidemark/batch":                {"tidemark", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/batch/lateness":       {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/reconcile":            {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
-	"tidemark/requeue":              {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store"},
+	"tidemark/reconcile/requeue":    {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/cmd/tidemark":         {"*"},
 	"tidemark/scripts/gen":          {},
 }

@@ -11,7 +11,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
-	"tidemark/requeue"
+	"tidemark/reconcile/requeue"
 )
 
 func requeueCommand() *cli.Command {
