@@ -34,7 +34,7 @@ type Status struct {
 	// stream runs, or interrupted by a crash (a restart replays it first).
 	Pending *PendingBatch `json:"pending,omitempty"`
 
-	Watermark *time.Time     `json:"watermark,omitempty"` // W after the last commit; nil before there is one
+	Watermark *time.Time `json:"watermark,omitempty"` // W after the last commit; nil before there is one
 	// HeldBy is the source whose watermark W is (the lowest, under the min
 	// policy); "" when none recorded one equal to W.
 	HeldBy  string         `json:"watermark_held_by,omitempty"`
@@ -72,13 +72,13 @@ type PendingBatch struct {
 
 // SourceStatus is one --source as of the last commit.
 type SourceStatus struct {
-	Name         string       `json:"name"`
-	MaxEventTime *time.Time   `json:"max_event_time,omitempty"` // nil while it has sent no valid event
-	Watermark    *time.Time   `json:"watermark,omitempty"`      // its max event time minus its budget; nil before one
-	LastSeen     *time.Time   `json:"last_seen,omitempty"`      // the last batch holding a line of it
+	Name         string     `json:"name"`
+	MaxEventTime *time.Time `json:"max_event_time,omitempty"` // nil while it has sent no valid event
+	Watermark    *time.Time `json:"watermark,omitempty"`      // its max event time minus its budget; nil before one
+	LastSeen     *time.Time `json:"last_seen,omitempty"`      // the last batch holding a line of it
 	// HeldBy is the file at the source's frontier: the one its watermark
 	// waits for (ingest.Position.Holder); nil when no file holds it.
-	HeldBy *HeldFile     `json:"held_by,omitempty"`
+	HeldBy *HeldFile    `json:"held_by,omitempty"`
 	Files  []FileStatus `json:"files"`
 }
 

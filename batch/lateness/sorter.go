@@ -34,8 +34,8 @@ type sorter struct {
 	files     []*os.File
 	names     []string // source and file names by id
 	ids       map[string]uint32
-	last      [2]string // the last two names looked up, and their ids:
-	lastID    [2]uint32 // rows come in runs of one source and file
+	last      [2]string      // the last two names looked up, and their ids:
+	lastID    [2]uint32      // rows come in runs of one source and file
 	lastRow   map[fileID]row // each file's last row in arrival order (frontier.go)
 }
 
