@@ -84,9 +84,17 @@ func replay(ctx context.Context, srt *sorter, cfg Config, budgets []int64, group
 	// its own copy of the batch (Process writes each record's Status).
 	workers := min(runtime.GOMAXPROCS(0), len(engines))
 	copies := make([][]tidemark.Record, workers)
+	front := newReplayFrontier(srt)
 	flush := func() error {
 		if len(recs) == 0 {
 			return nil
+		}
+		if front != nil {
+			all := make([]Replayer, len(engines))
+			for i := range engines {
+				all[i] = engines[i].r
+			}
+			front.apply(all)
 		}
 		now := time.UnixMicro(latest)
 		var wg sync.WaitGroup
@@ -122,6 +130,9 @@ func replay(ctx context.Context, srt *sorter, cfg Config, budgets []int64, group
 			}
 		}
 		batch, latest = r.batch, max(latest, r.arrival)
+		if front != nil {
+			front.see(r)
+		}
 		recs = append(recs, tidemark.Record{
 			Source: srt.names[r.source], File: srt.names[r.file], Offset: r.offset,
 			Arrival: r.arrival, EventTime: r.event,

@@ -34,8 +34,9 @@ type sorter struct {
 	files     []*os.File
 	names     []string // source and file names by id
 	ids       map[string]uint32
-	last      [2]string // the last two names looked up, and their ids:
-	lastID    [2]uint32 // rows come in runs of one source and file
+	last      [2]string      // the last two names looked up, and their ids:
+	lastID    [2]uint32      // rows come in runs of one source and file
+	lastRow   map[fileID]row // each file's last row in arrival order (frontier.go)
 }
 
 func newSorter(dir string, chunkRows int) *sorter {
@@ -75,6 +76,7 @@ func (s *sorter) compare(a, b *row) int {
 }
 
 func (s *sorter) add(r row) error {
+	s.noteLast(r)
 	s.buf = append(s.buf, r)
 	if len(s.buf) >= s.chunkRows {
 		return s.spill()

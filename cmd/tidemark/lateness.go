@@ -151,3 +151,11 @@ type engineAdapter struct {
 }
 
 func (a engineAdapter) Process(recs []tidemark.Record, now time.Time) { a.e.Process(recs, now) }
+
+// SetFrontier caps a source's watermark as the stream's aligned reading
+// did (lateness.Frontier).
+func (a engineAdapter) SetFrontier(source string, frontier int64, held bool) {
+	if f, ok := a.e.(lateness.Frontier); ok {
+		f.SetFrontier(source, frontier, held)
+	}
+}

@@ -1,0 +1,107 @@
+package lateness
+
+import "tidemark"
+
+// Frontier is what a Replayer may also do (cmd wires stream.Engine, which
+// does): cap a source's watermark at an event time, as the stream caps it
+// at the frontier of its aligned reading (ingest.Position.Frontier).
+type Frontier interface {
+	SetFrontier(source string, frontier int64, held bool)
+}
+
+// The stream reads a source's files aligned on event time: its watermark
+// follows the file that lags most among those with data still to read,
+// not the newest event read from any of them (batch 0 reads a line of
+// every file). A replay in arrival order without that cap lets events read
+// ahead from other files carry the watermark past the lagging file, and
+// drops most of it: 71% of the rows of 8 hour-files that one file holding
+// the same events drops none of. So the replay caps each source with
+// several files as the stream did: at the end of each batch, the smallest
+// newest event time over the source's files seen so far whose last row is
+// still to come (a file read to its end holds no more). A live file that
+// the stream had read to its end and still held (until --idle-timeout) is
+// not seen as holding: the replay errs toward dropping more there.
+type replayFrontier struct {
+	last  map[fileID]row // each file's last row in arrival order
+	files map[fileID]*replayFile
+	multi map[uint32]bool // sources with several files
+	srt   *sorter
+}
+
+type fileID struct{ source, file uint32 }
+
+type replayFile struct {
+	max  int64
+	done bool
+}
+
+// lastRows is kept by the sorter as rows are added: each file's last row
+// in arrival order.
+func (s *sorter) noteLast(r row) {
+	if s.lastRow == nil {
+		s.lastRow = map[fileID]row{}
+	}
+	k := fileID{r.source, r.file}
+	if prev, ok := s.lastRow[k]; !ok || s.compare(&prev, &r) < 0 {
+		s.lastRow[k] = r
+	}
+}
+
+// newReplayFrontier returns nil when no source has several files.
+func newReplayFrontier(srt *sorter) *replayFrontier {
+	count := map[uint32]int{}
+	for k := range srt.lastRow {
+		count[k.source]++
+	}
+	multi := map[uint32]bool{}
+	for src, n := range count {
+		if n > 1 {
+			multi[src] = true
+		}
+	}
+	if len(multi) == 0 {
+		return nil
+	}
+	return &replayFrontier{last: srt.lastRow, files: map[fileID]*replayFile{}, multi: multi, srt: srt}
+}
+
+// see takes a row of the batch being gathered.
+func (f *replayFrontier) see(r *row) {
+	if !f.multi[r.source] {
+		return
+	}
+	k := fileID{r.source, r.file}
+	rf := f.files[k]
+	if rf == nil {
+		rf = &replayFile{max: r.event}
+		f.files[k] = rf
+	}
+	rf.max = max(rf.max, r.event)
+	if *r == f.last[k] {
+		rf.done = true
+	}
+}
+
+// apply caps every engine's sources at their frontiers after the batch.
+func (f *replayFrontier) apply(engines []Replayer) {
+	frontier := map[uint32]int64{}
+	for k, rf := range f.files {
+		if rf.done {
+			continue
+		}
+		if t, ok := frontier[k.source]; !ok || rf.max < t {
+			frontier[k.source] = rf.max
+		}
+	}
+	for src := range f.multi {
+		t, held := frontier[src]
+		if !held {
+			t = tidemark.MinTime
+		}
+		for _, e := range engines {
+			if fe, ok := e.(Frontier); ok {
+				fe.SetFrontier(f.srt.names[src], t, held)
+			}
+		}
+	}
+}
