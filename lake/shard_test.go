@@ -146,6 +146,9 @@ func TestHandOver(t *testing.T) {
 
 // TestHandOverS3 is the same on versitygw.
 func TestHandOverS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full tier: slow on S3; TestHandOver checks the same on a directory")
+	}
 	srv := storetest.StartVersity(t)
 	for round := range 2 {
 		st, err := store.OpenS3(t.Context(), srv.Bucket(t), "lake", store.S3Config{

@@ -204,6 +204,9 @@ func TestShardsProperty(t *testing.T) {
 
 // TestShardsPropertyS3 is the same on versitygw.
 func TestShardsPropertyS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full tier: minutes of S3 round trips; TestShardsProperty checks the same on a directory")
+	}
 	srv := storetest.StartVersity(t)
 	for seed := range uint64(2) {
 		for _, concurrent := range []bool{false, true} {

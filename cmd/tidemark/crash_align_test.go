@@ -20,7 +20,6 @@ func TestCrashKill9AlignedFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	t.Parallel() // waits mostly on fsync and kills, beside the other slow binary tests
 	// Several growing files per source (three "hosts" in a/, one file in
 	// b/), round-robin, four events a second, a malformed line every 41st.
 	in := newAppender(&appender{dir: t.TempDir(), files: []string{"a/host0.log", "a/host1.log", "a/host2.log", "b/events.ndjson"},

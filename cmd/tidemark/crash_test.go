@@ -22,7 +22,6 @@ func TestCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	t.Parallel() // waits mostly on fsync and kills, beside the other slow binary tests
 	crashKill9(t, 20, t.TempDir(), t.TempDir(), nil, nil)
 }
 
@@ -34,7 +33,6 @@ func TestCrashKill9HighCardinality(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	t.Parallel() // waits mostly on fsync and kills, beside the other slow binary tests
 	crashKill9With(t, 12, 3000, t.TempDir(), t.TempDir(), nil, []string{"--window", "10m", "--lateness", "30m"})
 }
 

@@ -23,7 +23,6 @@ func TestSessionCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	t.Parallel() // waits mostly on fsync and kills, beside the other slow binary tests
 	in := newCrashInput(t.TempDir(), 0)
 	lakeDir, refDir := t.TempDir(), t.TempDir()
 	args := []string{"stream", "--source", filepath.Join(in.dir, "a"), "--source", filepath.Join(in.dir, "b"), "--key", "page", "--value", "value",

@@ -98,6 +98,7 @@ func checkShardedLake(t *testing.T, lk *lake.Lake, lines map[string]bool) {
 // event once, `tidemark shards` lists them, and a plain reconcile leaves
 // nothing to correct.
 func TestThreeStreamsS3Lake(t *testing.T) {
+	needBinary(t) // here, not in its goroutines: only the test goroutine may skip
 	srv := storetest.StartVersity(t)
 	env := []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey, "AWS_REGION=" + srv.Region, "AWS_ENDPOINT_URL=" + srv.Endpoint}
 	lakeURL := "s3://" + srv.Bucket(t) + "/lake"

@@ -13,7 +13,6 @@ func TestCrashKill9HighCardinalityPebble(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: not in -short")
 	}
-	t.Parallel() // waits mostly on fsync and kills, beside the other slow binary tests
 	cache := t.TempDir() // each stream's database under <cache>/tidemark/state/<stream id>
 	crashKill9With(t, 12, 3000, t.TempDir(), t.TempDir(), []string{"XDG_CACHE_HOME=" + cache},
 		[]string{"--window", "10m", "--lateness", "30m", "--state-store", "pebble"})
