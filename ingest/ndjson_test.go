@@ -134,9 +134,26 @@ func expectNDJSON(d *NDJSONDecoder, line []byte) (tidemark.Reason, tidemark.Reco
 	if !json.Valid(line) || json.Unmarshal(line, &m) != nil || m == nil {
 		return tidemark.ReasonMalformed, want
 	}
-	raw := func(name string) (json.RawMessage, jsonKind) {
-		v, ok := m[name]
-		if !ok {
+	// raw follows a field spec's path through nested objects.
+	raw := func(spec string) (json.RawMessage, jsonKind) {
+		var path []string
+		if f, err := tidemark.ParseField(spec); err == nil {
+			path = f.Path
+		}
+		v, ok := json.RawMessage(nil), true
+		obj := m
+		for i, name := range path {
+			if v, ok = obj[name]; !ok {
+				return nil, kindNone
+			}
+			if i < len(path)-1 {
+				obj = nil
+				if v[0] != '{' || json.Unmarshal(v, &obj) != nil {
+					return nil, kindNone
+				}
+			}
+		}
+		if v == nil {
 			return nil, kindNone
 		}
 		switch v[0] {
@@ -230,6 +247,75 @@ func FuzzNDJSONDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	d, err := NewNDJSONDecoder(DecoderConfig{TimeField: "t", Keys: []string{"k", "k2"}, ValueField: "v", MaxFuture: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r := tidemark.Record{Payload: line}
+		d.Decode(&r)
+		reason, want := expectNDJSON(d, line)
+		if r.Reason != reason {
+			t.Fatalf("%q: got reason %q (%s), want %q", line, r.Reason, r.Err, reason)
+		}
+		if reason != tidemark.ReasonNone {
+			return
+		}
+		if r.EventTime != want.EventTime || r.Key != want.Key || r.HasValue != want.HasValue ||
+			(r.Value != want.Value && r.Value == r.Value) {
+			t.Fatalf("%q: got t=%d key=%q value=%v,%v, want t=%d key=%q value=%v,%v",
+				line, r.EventTime, r.Key, r.Value, r.HasValue, want.EventTime, want.Key, want.Value, want.HasValue)
+		}
+	})
+}
+
+func TestNDJSONNested(t *testing.T) {
+	d, err := NewNDJSONDecoder(DecoderConfig{TimeField: "meta.ts", Keys: []string{"route=request.path", "`a.b`", "http.request.method", "status"}, ValueField: "timing.total_ms", MaxFuture: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		line string
+		want string // key, or the reason
+		v    float64
+	}{
+		{`{"meta":{"ts":1},"request":{"path":"/a","q":1},"a.b":"lit","http":{"request":{"method":"GET"}},"status":200,"timing":{"total_ms":2.5}}`, "/a|lit|GET|200", 2.5},
+		{`{"meta":{"ts":1},"a":{"b":"nested, not literal"},"request":{"path":"/x","path":"/last"}}`, "/last|∅|∅|∅", 0},
+		{`{"request":"/flat","meta":{"x":{"ts":5},"ts":1},"http":{"request":[{"method":"GET"}]}}`, "∅|∅|∅|∅", 0},
+		{`{"meta":{"ts":1},"request":{"p\u0061th":"/esc\u00e9"}, "timing" : { "total_ms" : "7" } }`, "/escé|∅|∅|∅", 7},
+		{`{"meta":{"ts":1},"request":{"path":{"deep":[1, 2]}}}`, `{"deep":[1,2]}|∅|∅|∅`, 0},
+		{`{"meta":{},"request":{"path":"/a"}}`, "missing_time", 0},
+		{`{"meta":1}`, "missing_time", 0},
+		{`{"meta":{"ts":1},"timing":{"total_ms":"x"}}`, "bad_value", 0},
+	} {
+		r := decodeLine(t, d, tc.line)
+		got := r.Key.String()
+		if r.Reason != tidemark.ReasonNone {
+			got = string(r.Reason)
+		}
+		if got != tc.want || r.Value != tc.v {
+			t.Errorf("%s: got %s %v (%s), want %s %v", tc.line, got, r.Value, r.Err, tc.want, tc.v)
+		}
+	}
+	r := decodeLine(t, d, `{"request":{"path":"/a"}}`)
+	if !strings.Contains(r.Err, `no field "meta.ts"`) {
+		t.Errorf("missing nested time: error %q", r.Err)
+	}
+}
+
+// FuzzNDJSONNested is FuzzNDJSONDecode with nested and backticked fields,
+// against encoding/json following the same paths.
+func FuzzNDJSONNested(f *testing.F) {
+	for _, s := range []string{
+		`{"m":{"t":"2026-01-01T10:00:00Z"},"r":{"k":"a","s":{"x":1}},"a.b":true,"v":{"n":2.5}}`,
+		`{"m":{"t":1700000000},"r":{"k":{"a":[1,{"b":null}]},"k":2},"v":{"n":"3"}}`,
+		`{"m":{"\u0074":1,"t":2},"r":[1],"a":{"b":1},"v":null}`,
+		`{"m" : { "t" : 1 } , "r" : { "s" : { "x" : "y" } } }`,
+		`{"m":{"t":1},"r":{"k":"\ud800"},"v":{"n":{}}}`,
+		`{"m":{"t":1},"r":{}}`, `{"m":[],"r":{"k":}}`, `{"m":{"t":1}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	d, err := NewNDJSONDecoder(DecoderConfig{TimeField: "m.t", Keys: []string{"r.k", "`a.b`", "r.s.x", "a.b"}, ValueField: "v.n", MaxFuture: -1})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -227,14 +227,17 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 		}
 		s.want[n] = true
 	}
-	add := func(name string) int {
-		if i, ok := s.idx[name]; ok {
+	// idx holds own columns by logical name and key columns by their
+	// position, so a key named like an own column is a column of its own.
+	addCol := func(id string, c int) int {
+		if i, ok := s.idx[id]; ok {
 			return i
 		}
-		s.idx[name] = len(s.cols)
-		s.cols = append(s.cols, t.cols[t.col(name)])
+		s.idx[id] = len(s.cols)
+		s.cols = append(s.cols, t.cols[c])
 		return len(s.cols) - 1
 	}
+	add := func(name string) int { return addCol(name, t.col(name)) }
 	add(ColEventTime) // always: the time filter
 	if q.Status != "" {
 		add(ColStatus)
@@ -242,8 +245,8 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 	for n := range s.want {
 		switch {
 		case n == ColKey:
-			for _, k := range l.cfg.Keys {
-				s.keyCol = append(s.keyCol, add(k))
+			for i, c := range t.keyCols() {
+				s.keyCol = append(s.keyCol, addCol("\x00key"+strconv.Itoa(i), c))
 			}
 		case n == ColValue && l.cfg.ValueField == "":
 			// no value column: every row has no value
@@ -256,19 +259,19 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 
 // wantFile prunes by partition (event hour) and by event_time stats.
 func (s *rawScanner) wantFile(a *delta.Add) bool {
-	if d, hr := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]; d != nil && hr != nil {
+	if d, hr := a.PartitionValues[s.l.phys("event_date")], a.PartitionValues[s.l.phys("event_hour")]; d != nil && hr != nil {
 		if start, ok := hourStart(*d, *hr); ok && (start+tidemark.MicrosPerHour <= s.q.From || start >= s.q.To) {
 			return false
 		}
 	}
-	if lo, hi, ok := fileTimeRange(a, "event_time"); ok && (hi <= s.q.From || lo >= s.q.To) {
+	if lo, hi, ok := fileTimeRange(a, s.l.phys(ColEventTime)); ok && (hi <= s.q.From || lo >= s.q.To) {
 		return false
 	}
 	if s.q.Status != "" {
 		// A file whose rows all have another status (stats min = max) has
 		// none of the wanted ones: reconcile's search for late rows reads
 		// only the files that hold some.
-		if lo, hi, ok := fileStringRange(a, ColStatus); ok && lo == hi && lo != s.q.Status {
+		if lo, hi, ok := fileStringRange(a, s.l.phys(ColStatus)); ok && lo == hi && lo != s.q.Status {
 			return false
 		}
 	}
@@ -312,7 +315,7 @@ func (s *rawScanner) scanFile(ctx context.Context, key string, version int64, fr
 	}
 	defer fr.Close()
 	for rg := range fr.numRowGroups() {
-		if lo, hi, ok := fr.int64Range(rg, ColEventTime); ok && (hi < s.q.From || lo >= s.q.To) {
+		if lo, hi, ok := fr.int64Range(rg, s.l.phys(ColEventTime)); ok && (hi < s.q.From || lo >= s.q.To) {
 			continue
 		}
 		s.scanBufs = <-free // the consumer returns every buffer it gets, even when stopping

@@ -314,7 +314,7 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	if cfg.Period != 0 && cfg.Period != PeriodHour && cfg.Period != PeriodDay {
 		return nil, fmt.Errorf("lateness: period %s: want an hour or a day", cfg.Period)
 	}
-	grouper, err := newGrouper(lk.Config().Keys, cfg.By, cfg.MaxGroups)
+	grouper, err := newGrouper(lk.Config().KeyNames(), cfg.By, cfg.MaxGroups)
 	if err != nil {
 		return nil, err
 	}
