@@ -505,3 +505,30 @@ func FuzzNDJSONDecodeSequence(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodePre1970: times at and before the epoch are ordinary times, as
+// RFC 3339 and as (negative) epoch numbers (issue 30).
+func TestDecodePre1970(t *testing.T) {
+	for _, tc := range []struct {
+		unit, line string
+		want       int64
+	}{
+		{"s", `{"event_time":"1969-12-31T23:59:59.5Z"}`, -500_000},
+		{"s", `{"event_time":"1970-01-01T00:00:00Z"}`, 0},
+		{"s", `{"event_time":"1960-01-01T00:00:00+01:00"}`, time.Date(1959, 12, 31, 23, 0, 0, 0, time.UTC).UnixMicro()},
+		{"s", `{"event_time":0}`, 0},
+		{"s", `{"event_time":-1}`, -1_000_000},
+		{"ms", `{"event_time":-1500}`, -1_500_000},
+		{"s", `{"event_time":-0.25}`, -250_000},
+	} {
+		d, err := NewNDJSONDecoder(DecoderConfig{TimeUnit: tc.unit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := tidemark.Record{Payload: []byte(tc.line), Arrival: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()}
+		d.Decode(&r)
+		if r.Reason != tidemark.ReasonNone || r.EventTime != tc.want {
+			t.Errorf("%s (%s): got %d %s %s, want %d", tc.line, tc.unit, r.EventTime, r.Reason, r.Err, tc.want)
+		}
+	}
+}

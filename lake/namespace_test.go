@@ -67,7 +67,7 @@ func TestOwnNamesAsKeys(t *testing.T) {
 		if got, want := scanAll(t, l, RawQuery{}), wantValid(recs); !slices.Equal(got, want) {
 			t.Errorf("%s: raw_events: got %d rows, want %d; first got %q want %q", when, len(got), len(want), first(got), first(want))
 		}
-		if got := scanAll(t, l, RawQuery{Status: "late", From: us(t0), To: us(t0.Add(30 * time.Minute))}); len(got) == 0 {
+		if got := scanAll(t, l, RawQuery{Status: "late", Time: Between(us(t0), us(t0.Add(30*time.Minute)))}); len(got) == 0 {
 			t.Errorf("%s: no late rows found by status (pruned by the renamed status stats?)", when)
 		}
 		ws, err := l.Windows(ctx, AllFrom, AllTo, -1)

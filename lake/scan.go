@@ -34,11 +34,29 @@ var WindowColumns = []string{ColEventTime, ColKey, ColValue, ColStatus}
 
 var allRawColumns = []string{ColEventTime, ColArrivalTime, ColIngestTime, ColKey, ColValue, ColStatus, ColDisorder, ColSource, ColFile, ColOffset, ColBatchID, ColPayload}
 
+// TimeRange bounds event time to [From, To) when Bounded; the zero
+// TimeRange is every time. No value of From or To means "no bound": events
+// at and before the epoch (0 and negative µs) are ordinary events.
+type TimeRange struct {
+	From, To int64
+	Bounded  bool
+}
+
+// Between is the event time range [from, to).
+func Between(from, to int64) TimeRange { return TimeRange{From: from, To: to, Bounded: true} }
+
+// bounds returns the range as [from, to), AllFrom/AllTo when unbounded.
+func (r TimeRange) bounds() (from, to int64) {
+	if !r.Bounded {
+		return AllFrom, AllTo
+	}
+	return r.From, r.To
+}
+
 // RawQuery selects raw_events rows.
 type RawQuery struct {
-	// From and To bound event time, [From, To); use AllFrom/AllTo for no
-	// bound. The zero To is no upper bound either.
-	From, To int64
+	// Time bounds event time; the zero value reads every row.
+	Time TimeRange
 	// Columns to fill in RawBatch (Col* names); nil means all.
 	Columns []string
 	// Status is "" (any), "ok" or "late".
@@ -78,9 +96,6 @@ type RawBatch struct {
 // only the requested columns are decoded.
 func (l *Lake) ScanRaw(ctx context.Context, q RawQuery, fn func(RawBatch) error) error {
 	h := l.tables[TableRawEvents]
-	if q.To == 0 {
-		q.To = AllTo
-	}
 	if q.Status != "" && q.Status != "ok" && q.Status != "late" {
 		return fmt.Errorf("scan raw events: status %q: want ok or late", q.Status)
 	}
@@ -203,20 +218,22 @@ func (s *rawScanner) run(ctx context.Context, keys []string, version int64, fn f
 // the buffers of the row group being decoded. Everything but run is used
 // by the decoding goroutine only.
 type rawScanner struct {
-	l      *Lake
-	q      RawQuery
-	want   map[string]bool
-	cols   []column // columns to decode
-	idx    map[string]int
-	keyCol []int                   // indexes into cols of the key columns
-	keys   map[string]tidemark.Key // interned
-	strs   map[string]string       // interned source/file names
+	l        *Lake
+	q        RawQuery
+	from, to int64 // q.Time's bounds
+	want     map[string]bool
+	cols     []column // columns to decode
+	idx      map[string]int
+	keyCol   []int                   // indexes into cols of the key columns
+	keys     map[string]tidemark.Key // interned
+	strs     map[string]string       // interned source/file names
 	*scanBufs
 }
 
 func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 	t := l.tables[TableRawEvents].def
 	s := &rawScanner{l: l, q: q, want: map[string]bool{}, idx: map[string]int{}, keys: map[string]tidemark.Key{}, strs: map[string]string{}}
+	s.from, s.to = q.Time.bounds()
 	names := q.Columns
 	if names == nil {
 		names = allRawColumns
@@ -260,11 +277,11 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 // wantFile prunes by partition (event hour) and by event_time stats.
 func (s *rawScanner) wantFile(a *delta.Add) bool {
 	if d, hr := a.PartitionValues[s.l.phys("event_date")], a.PartitionValues[s.l.phys("event_hour")]; d != nil && hr != nil {
-		if start, ok := hourStart(*d, *hr); ok && (start+tidemark.MicrosPerHour <= s.q.From || start >= s.q.To) {
+		if start, ok := hourStart(*d, *hr); ok && (start+tidemark.MicrosPerHour <= s.from || start >= s.to) {
 			return false
 		}
 	}
-	if lo, hi, ok := fileTimeRange(a, s.l.phys(ColEventTime)); ok && (hi <= s.q.From || lo >= s.q.To) {
+	if lo, hi, ok := fileTimeRange(a, s.l.phys(ColEventTime)); ok && (hi <= s.from || lo >= s.to) {
 		return false
 	}
 	if s.q.Status != "" {
@@ -315,7 +332,7 @@ func (s *rawScanner) scanFile(ctx context.Context, key string, version int64, fr
 	}
 	defer fr.Close()
 	for rg := range fr.numRowGroups() {
-		if lo, hi, ok := fr.int64Range(rg, s.l.phys(ColEventTime)); ok && (hi < s.q.From || lo >= s.q.To) {
+		if lo, hi, ok := fr.int64Range(rg, s.l.phys(ColEventTime)); ok && (hi < s.from || lo >= s.to) {
 			continue
 		}
 		s.scanBufs = <-free // the consumer returns every buffer it gets, even when stopping
@@ -442,7 +459,7 @@ func (s *rawScanner) selectRows(n int) {
 	s.sel = s.sel[:0]
 	for i := range n {
 		t := et.ints[i]
-		if t < s.q.From || t >= s.q.To {
+		if t < s.from || t >= s.to {
 			continue
 		}
 		if st != nil {
