@@ -118,6 +118,10 @@ func (c DecoderConfig) Validate() error {
 	return nil
 }
 
+// WithDefaults returns c with its zero values replaced by the defaults:
+// what the configuration means, as a lake remembers it.
+func (c DecoderConfig) WithDefaults() DecoderConfig { return c.withDefaults() }
+
 // fieldPaths are the parsed paths of a configuration's fields (see
 // tidemark.ParseField): NDJSON follows them into nested objects; CSV,
 // which has no nesting, reads the header named by the dotted path.

@@ -362,6 +362,27 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 	benchDecode(b, d, lines)
 }
 
+// BenchmarkDecodeNDJSONNested is BenchmarkDecodeNDJSON with the key and
+// the value one object down (request.page, timing.latency_ms): the cost of
+// the after-scan lookup in the wanted objects.
+func BenchmarkDecodeNDJSONNested(b *testing.B) {
+	d, err := NewNDJSONDecoder(DecoderConfig{Keys: []string{"request.page"}, ValueField: "timing.latency_ms", MaxFuture: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := make([][]byte, 4096)
+	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	var size int64
+	for i := range lines {
+		ts := base.Add(time.Duration(i) * 37 * time.Millisecond).Format(time.RFC3339Nano)
+		lines[i] = fmt.Appendf(nil, `{"event_time":"%s","request":{"page":"/p/%d","user_id":%d},"timing":{"latency_ms":%d.%d},"agent":"Mozilla/5.0 (X11; Linux x86_64)","tags":["a","b"]}`,
+			ts, i%50, i%1000, i%300, i%10)
+		size += int64(len(lines[i])) + 1
+	}
+	b.SetBytes(size / int64(len(lines)))
+	benchDecode(b, d, lines)
+}
+
 // benchDecode decodes the lines round and round, each a valid event.
 func benchDecode(b *testing.B, d Decoder, lines [][]byte) {
 	b.ReportAllocs()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +51,29 @@ const (
 	// physical name of each own column a key took the name of); absent
 	// when it renames nothing.
 	confColumns = "tidemark.columns"
+	// confInput is how the stream reads the lake's lines (JSON Input).
+	confInput = "tidemark.input"
 )
+
+// Input is how a stream reads its lines into the lake: the input format
+// and the event time's field, unit and layout. A lake remembers it as it
+// remembers its keys and window, so a run that would read the same lines
+// otherwise (every row quarantined, or dated 1970) is refused instead.
+type Input struct {
+	Format     string `json:"format"`
+	TimeField  string `json:"timeField"`
+	TimeUnit   string `json:"timeUnit"`
+	TimeLayout string `json:"timeLayout,omitempty"`
+}
+
+// describe renders the input as flags, for error messages.
+func (i Input) describe() string {
+	s := fmt.Sprintf("--format %s --time-field %s --time-unit %s", i.Format, i.TimeField, i.TimeUnit)
+	if i.TimeLayout != "" {
+		s += fmt.Sprintf(" --time-layout %q", i.TimeLayout)
+	}
+	return s
+}
 
 // Config says what a lake holds. The zero Keys, ValueField and Window on an
 // existing lake mean "adopt what the lake remembers".
@@ -77,6 +100,13 @@ type Config struct {
 	// PayloadCodec compresses the payload column of the files this process
 	// writes; "" takes the lake's recorded one (see payloadCodecFor).
 	PayloadCodec PayloadCodec
+	// Input, when set (the stream sets it; other commands leave it zero
+	// and check nothing), must equal the input the lake remembers, unless
+	// ChangeInput: then the lake remembers Input from now on. A lake that
+	// remembers none (made before it could), or that holds no line yet,
+	// takes Input.
+	Input       Input
+	ChangeInput bool
 
 	// ns is the lake's namespace (see namespace), set by Open.
 	ns namespace
@@ -144,7 +174,24 @@ func (c Config) configuration() map[string]string {
 		b, _ := json.Marshal(c.ns) // cannot fail: strings
 		m[confColumns] = string(b)
 	}
+	if c.Input != (Input{}) {
+		b, _ := json.Marshal(c.Input) // cannot fail: strings
+		m[confInput] = string(b)
+	}
 	return m
+}
+
+// inputFrom returns the input a table configuration remembers.
+func inputFrom(m map[string]string) (Input, bool, error) {
+	v, ok := m[confInput]
+	if !ok {
+		return Input{}, false, nil
+	}
+	var in Input
+	if err := json.Unmarshal([]byte(v), &in); err != nil {
+		return Input{}, false, fmt.Errorf("table configuration %s=%q: %w", confInput, v, err)
+	}
+	return in, true, nil
 }
 
 func configFrom(m map[string]string) (Config, error) {
@@ -242,6 +289,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	var rememberedBy string
 	var recorded map[string]string // raw_events' configuration
 	var missing []string
+	rows := 0 // files of raw_events and quarantine: has the lake read a line?
 	for _, name := range tableNames {
 		dt := delta.Open(st, name, opts)
 		logs[name] = dt
@@ -259,6 +307,9 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		}
 		if name == TableRawEvents {
 			recorded = snap.Metadata.Configuration
+		}
+		if name == TableRawEvents || name == TableQuarantine {
+			rows += len(snap.Files)
 		}
 		if remembered == nil {
 			remembered, rememberedBy = &got, name
@@ -286,6 +337,22 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	}
 	if err := validate(cfg, adopted); err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", st, err)
+	}
+	// The input: checked before anything is written.
+	var setInput bool
+	if cfg.Input != (Input{}) && remembered != nil {
+		had, ok, err := inputFrom(recorded)
+		if err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", st, err)
+		}
+		switch {
+		case !ok || cfg.ChangeInput || rows == 0:
+			// A lake that has read no line yet (a first run stopped
+			// before its first commit) takes the input too.
+			setInput = !ok || had != cfg.Input
+		case had != cfg.Input:
+			return nil, fmt.Errorf("open lake %s: %w: the lake reads its lines with %s, this run asks for %s; use the same flags, or add --change-input to read them otherwise from now on", st, ErrConfigMismatch, had.describe(), cfg.Input.describe())
+		}
 	}
 	codec, err := payloadCodecFor(cfg.PayloadCodec, recorded, remembered != nil, cfg.Logger)
 	if err != nil {
@@ -317,7 +384,42 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 			return nil, fmt.Errorf("open lake %s: %w", st, err)
 		}
 	}
+	if setInput {
+		if err := l.rememberInput(ctx, missing); err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", st, err)
+		}
+	}
 	return l, nil
+}
+
+// rememberInput records the Config's input in the configuration of every
+// table (but those just created with it), raw_events last: Open reads the
+// input from raw_events, so a crash half way leaves the old one in force.
+func (l *Lake) rememberInput(ctx context.Context, created []string) error {
+	b, _ := json.Marshal(l.cfg.Input) // cannot fail: strings
+	for _, name := range slices.Backward(tableNames) {
+		if slices.Contains(created, name) {
+			continue
+		}
+		_, err := l.update(ctx, l.tables[name], func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+			if snap == nil || snap.Metadata.Configuration[confInput] == string(b) {
+				return nil, nil, nil
+			}
+			md := snap.Metadata
+			md.Configuration = maps.Clone(md.Configuration)
+			md.Configuration[confInput] = string(b)
+			return &delta.Transaction{
+				Actions:             []delta.Action{{Metadata: &md}},
+				Operation:           "SET TBLPROPERTIES",
+				OperationParameters: map[string]string{"properties": `{"` + confInput + `":` + strconv.Quote(string(b)) + `}`},
+				ReadPredicate:       func(map[string]*string) bool { return true },
+			}, nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("remember the input in %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // validate checks a setup before tables are made for it. Keys the lake

@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -196,5 +197,99 @@ func TestKeyFieldsRemembered(t *testing.T) {
 	}
 	if got := adopted.Config().KeyNames(); !slices.Equal(got, []string{"a.b", "page"}) {
 		t.Errorf("old lake's key names %q", got)
+	}
+}
+
+// TestOpenRemembersInput: a lake remembers how its lines are read (format,
+// time field, unit, layout) and refuses a run that reads them otherwise in
+// one line, unless it asks to change them (ChangeInput); a run that sets
+// no input (reconcile, windows) is not checked; a lake that remembers none
+// takes the first one given.
+func TestOpenRemembersInput(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: t0}
+	cfg := testConfig(clock)
+	if _, err := Open(ctx, st, cfg); err != nil { // no input: a lake made before inputs were remembered
+		t.Fatal(err)
+	}
+	ts := Input{Format: "ndjson", TimeField: "ts", TimeUnit: "ms"}
+	cfg.Input = ts
+	l, err := Open(ctx, st, cfg)
+	if err != nil {
+		t.Fatalf("first input on an old lake: %v", err)
+	}
+	if err := l.AppendBatch(ctx, Batch{AppID: "s", BatchID: 1, Records: testRecords(20), IngestTime: us(t0)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []Input{
+		{Format: "ndjson", TimeField: "event_time", TimeUnit: "ms"},
+		{Format: "ndjson", TimeField: "ts", TimeUnit: "s"},
+		{Format: "csv", TimeField: "ts", TimeUnit: "ms"},
+		{Format: "ndjson", TimeField: "ts", TimeUnit: "ms", TimeLayout: "2006-01-02 15:04"},
+	} {
+		cfg.Input = in
+		_, err := Open(ctx, st, cfg)
+		if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "the lake reads its lines with --format ndjson --time-field ts --time-unit ms, this run asks for "+in.describe()+"; use the same flags, or add --change-input") {
+			t.Errorf("%+v: got %v", in, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("error is not one line: %q", err)
+		}
+	}
+	if _, err := Open(ctx, st, Config{Clock: clock.Now}); err != nil {
+		t.Errorf("adopting without an input: %v", err)
+	}
+	cfg.Input, cfg.ChangeInput = Input{Format: "csv", TimeField: "time", TimeUnit: "s"}, true
+	if _, err := Open(ctx, st, cfg); err != nil {
+		t.Fatalf("changing the input on purpose: %v", err)
+	}
+	cfg.ChangeInput = false
+	if _, err := Open(ctx, st, cfg); err != nil {
+		t.Errorf("the changed input, again: %v", err)
+	}
+	cfg.Input = ts
+	if _, err := Open(ctx, st, cfg); !errors.Is(err, ErrConfigMismatch) {
+		t.Errorf("the old input after the change: got %v", err)
+	}
+	l, err = Open(ctx, st, Config{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range tableNames {
+		snap, err := l.tables[name].dt.Snapshot(ctx, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snap.Metadata.Configuration[confInput]; got != `{"format":"csv","timeField":"time","timeUnit":"s"}` {
+			t.Errorf("table %s remembers %s", name, got)
+		}
+	}
+	// A new lake remembers its input from its creation; while it holds
+	// no line (a first run stopped before its first commit) another run
+	// may read otherwise.
+	st2, _ := store.OpenDir(t.TempDir())
+	cfg.Input, cfg.ChangeInput = ts, false
+	if _, err := Open(ctx, st2, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Input.TimeUnit = "s"
+	l2, err := Open(ctx, st2, cfg)
+	if err != nil {
+		t.Fatalf("empty lake, other unit: %v", err)
+	}
+	q := testRecords(10)
+	for i := range q {
+		q[i].Reason = tidemark.ReasonMissingTime
+	}
+	if err := l2.AppendBatch(ctx, Batch{AppID: "s", BatchID: 1, Records: q, IngestTime: us(t0)}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Input.TimeUnit = "ms"
+	if _, err := Open(ctx, st2, cfg); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "--time-unit s, this run asks for --format ndjson --time-field ts --time-unit ms") {
+		t.Errorf("lake with quarantined lines, other unit: got %v", err)
 	}
 }

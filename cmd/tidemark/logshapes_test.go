@@ -90,3 +90,34 @@ func TestNestedFieldsCLI(t *testing.T) {
 		t.Errorf("windows: exit %d %s\n%s", code, stderr, out)
 	}
 }
+
+// TestLakeRemembersInputCLI: the lake remembers --time-field (and unit,
+// layout, format); a later run that reads otherwise is refused in one line
+// that says how to change on purpose, and --change-input does.
+func TestLakeRemembersInputCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full tier: runs the binary")
+	}
+	in := writeInput(t, "a.ndjson", `{"ts":1767261600123,"page":"/a"}`+"\n")
+	lk := filepath.Join(t.TempDir(), "lake")
+	base := []string{"stream", "--source", in, "--lake", lk, "--once", "--window", "1m", "--key", "page"}
+	if _, stderr, code := run(t, append(base, "--time-field", "ts", "--time-unit", "ms")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, stderr, code := run(t, append(base, "--time-field", "ts")...)
+	if code == 0 || !strings.Contains(stderr, "the lake reads its lines with --format ndjson --time-field ts --time-unit ms, this run asks for --format ndjson --time-field ts --time-unit s; use the same flags, or add --change-input") {
+		t.Errorf("other --time-unit: exit %d, stderr %s", code, stderr)
+	}
+	if l := lines(stderr); !strings.HasPrefix(l[len(l)-1], "tidemark: open lake ") {
+		t.Errorf("the error is not one line at the end of stderr:\n%s", stderr)
+	}
+	if _, stderr, code := run(t, append(base, "--time-field", "ts", "--time-unit", "ms")...); code != 0 {
+		t.Errorf("the same flags again: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := run(t, append(base, "--time-field", "time", "--change-input")...); code != 0 {
+		t.Errorf("--change-input: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := run(t, append(base, "--time-field", "time")...); code != 0 {
+		t.Errorf("the changed input again: exit %d: %s", code, stderr)
+	}
+}
