@@ -125,7 +125,7 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 				if errs[w] != nil {
 					continue // drain
 				}
-				err := lk.ScanRaw(ctx, lake.RawQuery{From: s.from, To: s.to, Columns: lake.WindowColumns, Version: p.version}, a.add)
+				err := lk.ScanRaw(ctx, lake.RawQuery{Time: lake.Between(s.from, s.to), Columns: lake.WindowColumns, Version: p.version}, a.add)
 				if err != nil {
 					errs[w] = err
 					cancel()

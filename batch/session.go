@@ -127,7 +127,7 @@ type sessionizer struct {
 // (nil: every key) into their sessions.
 func (s *sessionizer) scan(ctx context.Context, from, to int64, only map[tidemark.Key]bool) error {
 	s.count(from, to)
-	q := lake.RawQuery{From: from, To: to, Columns: lake.WindowColumns, Version: s.layout.Version}
+	q := lake.RawQuery{Time: lake.Between(from, to), Columns: lake.WindowColumns, Version: s.layout.Version}
 	err := s.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
 		s.stats.RowsRead += int64(b.N)
 		for i := range b.N {
@@ -241,15 +241,15 @@ func hourFloor(t int64) int64 {
 type LateSessionQuery struct {
 	Gap          time.Duration
 	SinceVersion int64 // 0: every late row
-	// From, when not 0, keeps only the late rows at or after this event
-	// time (µs): reconcile's second look at the sessions still open at its
-	// previous run.
-	From    int64
+	// Time keeps only the late rows with event times in it (the zero
+	// TimeRange: all): reconcile's second look at the sessions still open
+	// at its previous run.
+	Time    lake.TimeRange
 	Version int64 // the raw_events version to read; <= 0 means the latest
 }
 
 // LateSessions returns the exact sessions (as Sessionize computes them)
-// that hold a late row committed after q.SinceVersion (at or after q.From): the sessions a
+// that hold a late row committed after q.SinceVersion (with event times in q.Time): the sessions a
 // reconcile run has to check, each whole. It reads the late rows' event
 // times and keys from the new files, then sessionizes only those keys
 // over the late rows' range (widening as Sessionize does).
@@ -260,11 +260,8 @@ func LateSessions(ctx context.Context, lk *lake.Lake, q LateSessionQuery) ([]Row
 	}
 	late := map[tidemark.Key][]int64{}
 	lo, hi := tidemark.MaxTime, tidemark.MinTime
-	rq := lake.RawQuery{From: lake.AllFrom, To: lake.AllTo, Columns: []string{lake.ColEventTime, lake.ColKey},
+	rq := lake.RawQuery{Time: q.Time, Columns: []string{lake.ColEventTime, lake.ColKey},
 		Status: "late", MinCommitVersion: q.SinceVersion, Version: layout.Version}
-	if q.From != 0 {
-		rq.From = q.From
-	}
 	err = lk.ScanRaw(ctx, rq, func(b lake.RawBatch) error {
 		for i := range b.N {
 			t := b.EventTime[i]

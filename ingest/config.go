@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"tidemark"
 )
 
 // Defaults for DecoderConfig's zero values.
@@ -70,16 +72,27 @@ func (c DecoderConfig) Validate() error {
 	if c.MaxLineBytes < 0 {
 		return fmt.Errorf("ingest: max line bytes must be positive, got %d", c.MaxLineBytes)
 	}
-	seen := map[string]string{c.TimeField: "time field"}
-	check := func(name, role string) error {
-		if name == "" {
+	if _, err := c.paths(); err != nil {
+		return err
+	}
+	seen := map[string]string{}
+	check := func(spec, role string) error {
+		if spec == "" {
 			return fmt.Errorf("ingest: empty %s name", role)
 		}
+		path, err := pathOf(spec, role)
+		if err != nil {
+			return err
+		}
+		name := tidemark.FormatPath(path)
 		if prev, ok := seen[name]; ok {
-			return fmt.Errorf("ingest: field %q is both the %s and the %s", name, prev, role)
+			return fmt.Errorf("ingest: field %q is both the %s and the %s", spec, prev, role)
 		}
 		seen[name] = role
 		return nil
+	}
+	if err := check(c.TimeField, "time field"); err != nil {
+		return err
 	}
 	for _, k := range c.Keys {
 		if err := check(k, "key"); err != nil {
@@ -103,6 +116,61 @@ func (c DecoderConfig) Validate() error {
 		}
 	}
 	return nil
+}
+
+// WithDefaults returns c with its zero values replaced by the defaults:
+// what the configuration means, as a lake remembers it.
+func (c DecoderConfig) WithDefaults() DecoderConfig { return c.withDefaults() }
+
+// fieldPaths are the parsed paths of a configuration's fields (see
+// tidemark.ParseField): NDJSON follows them into nested objects; CSV,
+// which has no nesting, reads the header named by the dotted path.
+type fieldPaths struct {
+	time, value, arrival []string // nil: no such field
+	keys                 [][]string
+}
+
+// pathOf parses a field spec: a key's [name=]path, another field's path.
+func pathOf(spec, role string) ([]string, error) {
+	if role == "key" {
+		f, err := tidemark.ParseField(spec)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: --key %w", err)
+		}
+		return f.Path, nil
+	}
+	p, err := tidemark.ParsePath(spec)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %s %q: %w", role, spec, err)
+	}
+	return p, nil
+}
+
+// paths parses the configuration's field specs (c with defaults).
+func (c DecoderConfig) paths() (fieldPaths, error) {
+	var fp fieldPaths
+	var err error
+	if fp.time, err = pathOf(c.TimeField, "time field"); err != nil {
+		return fp, err
+	}
+	if c.ValueField != "" {
+		if fp.value, err = pathOf(c.ValueField, "value field"); err != nil {
+			return fp, err
+		}
+	}
+	if c.ArrivalField != "" {
+		if fp.arrival, err = pathOf(c.ArrivalField, "arrival field"); err != nil {
+			return fp, err
+		}
+	}
+	for _, k := range c.Keys {
+		p, err := pathOf(k, "key")
+		if err != nil {
+			return fp, err
+		}
+		fp.keys = append(fp.keys, p)
+	}
+	return fp, nil
 }
 
 // unitMicros returns how many of unit make a microsecond, as a (mul, div) pair

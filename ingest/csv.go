@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"tidemark"
@@ -58,15 +59,18 @@ func NewCSVDecoder(cfg DecoderConfig, header []byte) (*CSVDecoder, error) {
 		}
 		return c
 	}
-	d.timeCol = col(f.cfg.TimeField)
-	for _, k := range f.cfg.Keys {
-		d.keyCols = append(d.keyCols, col(k))
+	// CSV has no nesting: a field path names the header of its segments
+	// joined by dots (request.path and `request.path` both read the
+	// header request.path).
+	d.timeCol = col(dotted(f.paths.time))
+	for _, k := range f.paths.keys {
+		d.keyCols = append(d.keyCols, col(dotted(k)))
 	}
-	if f.cfg.ValueField != "" {
-		d.valCol = col(f.cfg.ValueField)
+	if f.paths.value != nil {
+		d.valCol = col(dotted(f.paths.value))
 	}
-	if f.cfg.ArrivalField != "" {
-		d.arrCol = col(f.cfg.ArrivalField)
+	if f.paths.arrival != nil {
+		d.arrCol = col(dotted(f.paths.arrival))
 	}
 	return d, nil
 }
@@ -219,3 +223,6 @@ func appendCRLF(dst, b []byte) []byte {
 		b = b[j+2:]
 	}
 }
+
+// dotted joins a field path's segments with dots: a CSV header name.
+func dotted(path []string) string { return strings.Join(path, ".") }

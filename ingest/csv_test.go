@@ -150,3 +150,19 @@ func BenchmarkDecodeCSV(b *testing.B) {
 	b.SetBytes(int64(len(lines[0]) + 1))
 	benchDecode(b, d, lines)
 }
+
+// TestCSVDottedHeader: CSV has no nesting; a field path names the header
+// of its segments joined by dots, quoted or not.
+func TestCSVDottedHeader(t *testing.T) {
+	d, err := NewCSVDecoder(DecoderConfig{Format: "csv", TimeField: "meta.ts", Keys: []string{"request.path", "m=`http.method`"}, ValueField: "timing.ms", MaxFuture: -1},
+		[]byte("meta.ts,request.path,http.method,timing.ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tidemark.Record{Payload: []byte("1767258000,/a,GET,2.5")}
+	d.Decode(&r)
+	want := tidemark.MakeKey(tidemark.KeyPart{Value: "/a"}, tidemark.KeyPart{Value: "GET"})
+	if r.Reason != tidemark.ReasonNone || r.Key != want || r.Value != 2.5 || r.EventTime != 1767258000_000000 {
+		t.Errorf("got %q %s %v %d (%s)", r.Key, r.Reason, r.Value, r.EventTime, r.Err)
+	}
+}

@@ -35,6 +35,7 @@ func NewDecoder(cfg DecoderConfig) (Decoder, error) {
 // value settings and the reused key buffer with its intern table.
 type fields struct {
 	cfg       DecoderConfig
+	paths     fieldPaths
 	tp        timeParser
 	maxFuture int64 // µs; < 0 disables
 	floor     int64 // µs; MinEventTime, or tidemark.MinTime without one
@@ -60,7 +61,11 @@ func newFields(cfg DecoderConfig) (fields, error) {
 	if !cfg.MinEventTime.IsZero() {
 		floor = cfg.MinEventTime.UnixMicro()
 	}
-	return fields{cfg: cfg, tp: tp, maxFuture: mf, floor: floor, keys: newKeyTable()}, nil
+	paths, err := cfg.paths()
+	if err != nil {
+		return fields{}, err
+	}
+	return fields{cfg: cfg, paths: paths, tp: tp, maxFuture: mf, floor: floor, keys: newKeyTable()}, nil
 }
 
 // key returns the Key for the parts accumulated in keyBuf, interned

@@ -65,6 +65,10 @@ type NDJSONDecoder struct {
 	// the same order): a name equal to the one there, followed by '"' and
 	// ':', is that field at once, with the slot match gave it then.
 	prev []prevName
+	// nested are the wanted fields below the top level; their spans
+	// follow the top-level slots' in spans.
+	nested  []nestedField
+	nameBuf []byte
 }
 
 // prevName is a plain (unescaped, nothing special) field name seen at
@@ -88,18 +92,123 @@ func NewNDJSONDecoder(cfg DecoderConfig) (*NDJSONDecoder, error) {
 		return nil, err
 	}
 	d := &NDJSONDecoder{fields: f, valIdx: -1, arrIdx: -1}
-	d.timeIdx = d.slot(f.cfg.TimeField)
-	for _, k := range f.cfg.Keys {
-		d.keyIdx = append(d.keyIdx, d.slot(k))
+	// A top-level field is its slot; a nested one (request.path) wants its
+	// top-level object (request) and is found in it after the scan, at an
+	// index past the top-level slots (fixed once every slot is known).
+	var nested []int // indexes of the fields below that are nested
+	var paths [][]string
+	field := func(path []string) int {
+		paths = append(paths, path)
+		if len(path) == 1 {
+			return d.slot(path[0])
+		}
+		d.slot(path[0])
+		nested = append(nested, len(paths)-1)
+		return -2 - (len(nested) - 1)
 	}
-	if f.cfg.ValueField != "" {
-		d.valIdx = d.slot(f.cfg.ValueField)
+	d.timeIdx = field(f.paths.time)
+	for _, k := range f.paths.keys {
+		d.keyIdx = append(d.keyIdx, field(k))
 	}
-	if f.cfg.ArrivalField != "" {
-		d.arrIdx = d.slot(f.cfg.ArrivalField)
+	if f.paths.value != nil {
+		d.valIdx = field(f.paths.value)
 	}
-	d.spans = make([]span, len(d.names))
+	if f.paths.arrival != nil {
+		d.arrIdx = field(f.paths.arrival)
+	}
+	top := len(d.names)
+	fix := func(i int) int {
+		if i <= -2 {
+			return top + (-2 - i)
+		}
+		return i
+	}
+	d.timeIdx = fix(d.timeIdx)
+	for i := range d.keyIdx {
+		d.keyIdx[i] = fix(d.keyIdx[i])
+	}
+	if d.valIdx != -1 {
+		d.valIdx = fix(d.valIdx)
+	}
+	if d.arrIdx != -1 {
+		d.arrIdx = fix(d.arrIdx)
+	}
+	for _, j := range nested {
+		d.nested = append(d.nested, nestedField{top: d.slot(paths[j][0]), rest: paths[j][1:]})
+	}
+	d.spans = make([]span, top+len(d.nested))
 	return d, nil
+}
+
+// nestedField is a wanted field below the top level: the slot of its
+// top-level object and the names to follow in it.
+type nestedField struct {
+	top  int
+	rest []string
+}
+
+// resolveNested sets the spans of the nested fields from their top-level
+// objects' spans, after scan validated the line. A path through anything
+// but objects finds nothing (absent), as DuckDB's and Spark's field access
+// give null.
+func (d *NDJSONDecoder) resolveNested(line []byte) {
+	top := len(d.names)
+	for j, n := range d.nested {
+		s := d.spans[n.top]
+		for _, name := range n.rest {
+			if s.kind != kindObject {
+				s = span{}
+				break
+			}
+			s = d.find(line, s.start, name)
+		}
+		d.spans[top+j] = s
+	}
+}
+
+// find returns the span of the named member of the valid object at i
+// (the last one, when the name repeats, as at the top level), or the
+// absent span.
+func (d *NDJSONDecoder) find(b []byte, i int, name string) span {
+	var found span
+	i = skipSpace(b, i+1)
+	if b[i] == '}' {
+		return found
+	}
+	for {
+		ke, esc, _ := d.str(b, i+1)
+		key := b[i+1 : ke]
+		if esc {
+			d.nameBuf = appendUnescaped(d.nameBuf[:0], key)
+			key = d.nameBuf
+		}
+		i = skipSpace(b, ke+1) // at ':'
+		i = skipSpace(b, i+1)  // at the value
+		var v span
+		switch b[i] {
+		case '"':
+			e, es, _ := d.str(b, i+1)
+			v, i = span{start: i + 1, end: e, kind: kindString, escaped: es}, e+1
+		case '{', '[':
+			e, _ := d.skipNested(b, i)
+			v = span{start: i, end: e, kind: kindObject}
+			if b[i] == '[' {
+				v.kind = kindArray
+			}
+			i = e
+		default:
+			e, k, _ := d.scalar(b, i)
+			v, i = span{start: i, end: e, kind: k}, e
+		}
+		if string(key) == name {
+			found = v
+		}
+		i = skipSpace(b, i)
+		if b[i] != ',' {
+			return found // '}'
+		}
+		i = skipSpace(b, i+1)
+	}
 }
 
 func (d *NDJSONDecoder) slot(name string) int {
@@ -135,6 +244,9 @@ func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 		}
 		quarantine(r, tidemark.ReasonMalformed, fmt.Sprintf("malformed JSON at byte %d: %s", d.errPos, d.errMsg))
 		return
+	}
+	if len(d.nested) > 0 {
+		d.resolveNested(line)
 	}
 	// Time.
 	ts := d.spans[d.timeIdx]

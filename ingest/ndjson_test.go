@@ -134,9 +134,26 @@ func expectNDJSON(d *NDJSONDecoder, line []byte) (tidemark.Reason, tidemark.Reco
 	if !json.Valid(line) || json.Unmarshal(line, &m) != nil || m == nil {
 		return tidemark.ReasonMalformed, want
 	}
-	raw := func(name string) (json.RawMessage, jsonKind) {
-		v, ok := m[name]
-		if !ok {
+	// raw follows a field spec's path through nested objects.
+	raw := func(spec string) (json.RawMessage, jsonKind) {
+		var path []string
+		if f, err := tidemark.ParseField(spec); err == nil {
+			path = f.Path
+		}
+		v, ok := json.RawMessage(nil), true
+		obj := m
+		for i, name := range path {
+			if v, ok = obj[name]; !ok {
+				return nil, kindNone
+			}
+			if i < len(path)-1 {
+				obj = nil
+				if v[0] != '{' || json.Unmarshal(v, &obj) != nil {
+					return nil, kindNone
+				}
+			}
+		}
+		if v == nil {
 			return nil, kindNone
 		}
 		switch v[0] {
@@ -251,6 +268,75 @@ func FuzzNDJSONDecode(f *testing.F) {
 	})
 }
 
+func TestNDJSONNested(t *testing.T) {
+	d, err := NewNDJSONDecoder(DecoderConfig{TimeField: "meta.ts", Keys: []string{"route=request.path", "`a.b`", "http.request.method", "status"}, ValueField: "timing.total_ms", MaxFuture: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		line string
+		want string // key, or the reason
+		v    float64
+	}{
+		{`{"meta":{"ts":1},"request":{"path":"/a","q":1},"a.b":"lit","http":{"request":{"method":"GET"}},"status":200,"timing":{"total_ms":2.5}}`, "/a|lit|GET|200", 2.5},
+		{`{"meta":{"ts":1},"a":{"b":"nested, not literal"},"request":{"path":"/x","path":"/last"}}`, "/last|∅|∅|∅", 0},
+		{`{"request":"/flat","meta":{"x":{"ts":5},"ts":1},"http":{"request":[{"method":"GET"}]}}`, "∅|∅|∅|∅", 0},
+		{`{"meta":{"ts":1},"request":{"p\u0061th":"/esc\u00e9"}, "timing" : { "total_ms" : "7" } }`, "/escé|∅|∅|∅", 7},
+		{`{"meta":{"ts":1},"request":{"path":{"deep":[1, 2]}}}`, `{"deep":[1,2]}|∅|∅|∅`, 0},
+		{`{"meta":{},"request":{"path":"/a"}}`, "missing_time", 0},
+		{`{"meta":1}`, "missing_time", 0},
+		{`{"meta":{"ts":1},"timing":{"total_ms":"x"}}`, "bad_value", 0},
+	} {
+		r := decodeLine(t, d, tc.line)
+		got := r.Key.String()
+		if r.Reason != tidemark.ReasonNone {
+			got = string(r.Reason)
+		}
+		if got != tc.want || r.Value != tc.v {
+			t.Errorf("%s: got %s %v (%s), want %s %v", tc.line, got, r.Value, r.Err, tc.want, tc.v)
+		}
+	}
+	r := decodeLine(t, d, `{"request":{"path":"/a"}}`)
+	if !strings.Contains(r.Err, `no field "meta.ts"`) {
+		t.Errorf("missing nested time: error %q", r.Err)
+	}
+}
+
+// FuzzNDJSONNested is FuzzNDJSONDecode with nested and backticked fields,
+// against encoding/json following the same paths.
+func FuzzNDJSONNested(f *testing.F) {
+	for _, s := range []string{
+		`{"m":{"t":"2026-01-01T10:00:00Z"},"r":{"k":"a","s":{"x":1}},"a.b":true,"v":{"n":2.5}}`,
+		`{"m":{"t":1700000000},"r":{"k":{"a":[1,{"b":null}]},"k":2},"v":{"n":"3"}}`,
+		`{"m":{"\u0074":1,"t":2},"r":[1],"a":{"b":1},"v":null}`,
+		`{"m" : { "t" : 1 } , "r" : { "s" : { "x" : "y" } } }`,
+		`{"m":{"t":1},"r":{"k":"\ud800"},"v":{"n":{}}}`,
+		`{"m":{"t":1},"r":{}}`, `{"m":[],"r":{"k":}}`, `{"m":{"t":1}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	d, err := NewNDJSONDecoder(DecoderConfig{TimeField: "m.t", Keys: []string{"r.k", "`a.b`", "r.s.x", "a.b"}, ValueField: "v.n", MaxFuture: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r := tidemark.Record{Payload: line}
+		d.Decode(&r)
+		reason, want := expectNDJSON(d, line)
+		if r.Reason != reason {
+			t.Fatalf("%q: got reason %q (%s), want %q", line, r.Reason, r.Err, reason)
+		}
+		if reason != tidemark.ReasonNone {
+			return
+		}
+		if r.EventTime != want.EventTime || r.Key != want.Key || r.HasValue != want.HasValue ||
+			(r.Value != want.Value && r.Value == r.Value) {
+			t.Fatalf("%q: got t=%d key=%q value=%v,%v, want t=%d key=%q value=%v,%v",
+				line, r.EventTime, r.Key, r.Value, r.HasValue, want.EventTime, want.Key, want.Value, want.HasValue)
+		}
+	})
+}
+
 func benchLines(n int) [][]byte {
 	lines := make([][]byte, n)
 	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
@@ -271,6 +357,27 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 	var size int64
 	for _, l := range lines {
 		size += int64(len(l)) + 1
+	}
+	b.SetBytes(size / int64(len(lines)))
+	benchDecode(b, d, lines)
+}
+
+// BenchmarkDecodeNDJSONNested is BenchmarkDecodeNDJSON with the key and
+// the value one object down (request.page, timing.latency_ms): the cost of
+// the after-scan lookup in the wanted objects.
+func BenchmarkDecodeNDJSONNested(b *testing.B) {
+	d, err := NewNDJSONDecoder(DecoderConfig{Keys: []string{"request.page"}, ValueField: "timing.latency_ms", MaxFuture: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := make([][]byte, 4096)
+	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	var size int64
+	for i := range lines {
+		ts := base.Add(time.Duration(i) * 37 * time.Millisecond).Format(time.RFC3339Nano)
+		lines[i] = fmt.Appendf(nil, `{"event_time":"%s","request":{"page":"/p/%d","user_id":%d},"timing":{"latency_ms":%d.%d},"agent":"Mozilla/5.0 (X11; Linux x86_64)","tags":["a","b"]}`,
+			ts, i%50, i%1000, i%300, i%10)
+		size += int64(len(lines[i])) + 1
 	}
 	b.SetBytes(size / int64(len(lines)))
 	benchDecode(b, d, lines)
@@ -418,4 +525,31 @@ func FuzzNDJSONDecodeSequence(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodePre1970: times at and before the epoch are ordinary times, as
+// RFC 3339 and as (negative) epoch numbers (issue 30).
+func TestDecodePre1970(t *testing.T) {
+	for _, tc := range []struct {
+		unit, line string
+		want       int64
+	}{
+		{"s", `{"event_time":"1969-12-31T23:59:59.5Z"}`, -500_000},
+		{"s", `{"event_time":"1970-01-01T00:00:00Z"}`, 0},
+		{"s", `{"event_time":"1960-01-01T00:00:00+01:00"}`, time.Date(1959, 12, 31, 23, 0, 0, 0, time.UTC).UnixMicro()},
+		{"s", `{"event_time":0}`, 0},
+		{"s", `{"event_time":-1}`, -1_000_000},
+		{"ms", `{"event_time":-1500}`, -1_500_000},
+		{"s", `{"event_time":-0.25}`, -250_000},
+	} {
+		d, err := NewNDJSONDecoder(DecoderConfig{TimeUnit: tc.unit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := tidemark.Record{Payload: []byte(tc.line), Arrival: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()}
+		d.Decode(&r)
+		if r.Reason != tidemark.ReasonNone || r.EventTime != tc.want {
+			t.Errorf("%s (%s): got %d %s %s, want %d", tc.line, tc.unit, r.EventTime, r.Reason, r.Err, tc.want)
+		}
+	}
 }

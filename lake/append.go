@@ -420,11 +420,12 @@ func (l *Lake) stageRaw(ctx context.Context, recs []tidemark.Record, idx []int, 
 		}
 		date := dateOf(h * tidemark.MicrosPerHour)
 		hour := fmt.Sprintf("%02d", h-tidemark.FloorDiv(h, 24)*24)
-		f, err := w.stage(l.st, "event_date="+date+"/event_hour="+hour)
+		pDate, pHour := l.phys("event_date"), l.phys("event_hour")
+		f, err := w.stage(l.st, pDate+"="+date+"/"+pHour+"="+hour)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, stagedAdd{f, map[string]*string{"event_date": strp(date), "event_hour": strp(hour)}})
+		out = append(out, stagedAdd{f, map[string]*string{pDate: strp(date), pHour: strp(hour)}})
 		if len(out) > maxOpenStaged {
 			// A batch spanning many hours: one descriptor per partition
 			// would not be bounded.
@@ -447,7 +448,7 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 	if l.cfg.ValueField != "" {
 		cValue = t.col("value")
 	}
-	keyCol := t.colsOf(l.cfg.Keys)
+	keyCol := t.keyCols()
 	return func(cols []*colBuf, lo, hi int) int64 {
 		ev, ar, in := cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints
 		di, of, ba := cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints
@@ -554,11 +555,12 @@ func (l *Lake) stageQuarantine(recs []tidemark.Record, idx []int, ingest, batchI
 		return nil, err
 	}
 	date := dateOf(ingest)
-	f, err := w.stage(l.st, "ingest_date="+date)
+	pDate := l.phys("ingest_date")
+	f, err := w.stage(l.st, pDate+"="+date)
 	if err != nil {
 		return nil, err
 	}
-	return []stagedAdd{{f, map[string]*string{"ingest_date": strp(date)}}}, nil
+	return []stagedAdd{{f, map[string]*string{pDate: strp(date)}}}, nil
 }
 
 // quarantineFill returns the fill of fillRows for quarantine rows

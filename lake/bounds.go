@@ -19,9 +19,9 @@ func (l *Lake) EventTimeRange(ctx context.Context) (lo, hi int64, ok bool, err e
 	}
 	for i := range snap.Files {
 		a := &snap.Files[i]
-		flo, fhi, fok := fileTimeRange(a, ColEventTime)
+		flo, fhi, fok := fileTimeRange(a, l.phys(ColEventTime))
 		if !fok {
-			d, hr := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]
+			d, hr := a.PartitionValues[l.phys("event_date")], a.PartitionValues[l.phys("event_hour")]
 			if d == nil || hr == nil {
 				continue
 			}
@@ -54,9 +54,9 @@ func (l *Lake) WindowStartRange(ctx context.Context) (lo, hi int64, ok bool, err
 	}
 	for i := range snap.Files {
 		a := &snap.Files[i]
-		flo, fhi, fok := fileTimeRange(a, "window_start")
+		flo, fhi, fok := fileTimeRange(a, l.phys("window_start"))
 		if !fok {
-			d := a.PartitionValues["window_date"]
+			d := a.PartitionValues[l.phys("window_date")]
 			if d == nil {
 				continue
 			}

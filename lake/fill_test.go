@@ -20,7 +20,7 @@ func writeRawByRow(t *testing.T, l *Lake, st store.Store, recs []tidemark.Record
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyCol := tb.colsOf(l.cfg.Keys)
+	keyCol := tb.keyCols()
 	cEvent, cArrival, cIngest, cValue := tb.col("event_time"), tb.col("arrival_time"), tb.col("ingest_time"), tb.col("value")
 	cStatus, cDisorder, cSource, cFile := tb.col("status"), tb.col("disorder_us"), tb.col("source"), tb.col("file")
 	cOffset, cBatch, cPayload := tb.col("offset"), tb.col("batch_id"), tb.col("payload")

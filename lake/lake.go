@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,15 +36,45 @@ var ErrConfigMismatch = errors.New("lake: configuration differs from the lake's"
 
 // Table metadata configuration keys where a lake remembers its setup.
 const (
-	confKeys   = "tidemark.keys"     // JSON array of key field names
+	confKeys   = "tidemark.keys"     // JSON array of key column names
 	confValue  = "tidemark.value"    // value field name, "" for none
 	confWindow = "tidemark.windowUs" // window size, µs
 	confSlide  = "tidemark.slideUs"  // window slide, µs
 	confCodec  = "tidemark.payloadCodec"
+	// confKeyFields is a JSON array of the keys' field specs (see
+	// tidemark.ParseField); a lake made before nested fields has only
+	// confKeys, whose names are literal top-level fields.
+	confKeyFields = "tidemark.keyFields"
 	// confSessionGap is the session gap, µs, of a lake holding session
 	// windows (`tidemark stream --session-gap`); absent on other lakes.
 	confSessionGap = "tidemark.sessionGapUs"
+	// confColumns is the lake's namespace (JSON object: logical name ->
+	// physical name of each own column a key took the name of); absent
+	// when it renames nothing.
+	confColumns = "tidemark.columns"
+	// confInput is how the stream reads the lake's lines (JSON Input).
+	confInput = "tidemark.input"
 )
+
+// Input is how a stream reads its lines into the lake: the input format
+// and the event time's field, unit and layout. A lake remembers it as it
+// remembers its keys and window, so a run that would read the same lines
+// otherwise (every row quarantined, or dated 1970) is refused instead.
+type Input struct {
+	Format     string `json:"format"`
+	TimeField  string `json:"timeField"`
+	TimeUnit   string `json:"timeUnit"`
+	TimeLayout string `json:"timeLayout,omitempty"`
+}
+
+// describe renders the input as flags, for error messages.
+func (i Input) describe() string {
+	s := fmt.Sprintf("--format %s --time-field %s --time-unit %s", i.Format, i.TimeField, i.TimeUnit)
+	if i.TimeLayout != "" {
+		s += fmt.Sprintf(" --time-layout %q", i.TimeLayout)
+	}
+	return s
+}
 
 // Config says what a lake holds. The zero Keys, ValueField and Window on an
 // existing lake mean "adopt what the lake remembers".
@@ -70,11 +101,32 @@ type Config struct {
 	// PayloadCodec compresses the payload column of the files this process
 	// writes; "" takes the lake's recorded one (see payloadCodecFor).
 	PayloadCodec PayloadCodec
+	// Input, when set (the stream sets it; other commands leave it zero
+	// and check nothing), must equal the input the lake remembers, unless
+	// ChangeInput: then the lake remembers Input from now on. A lake that
+	// remembers none (made before it could), or that holds no line yet,
+	// takes Input.
+	Input       Input
+	ChangeInput bool
+
+	// ns is the lake's namespace (see namespace), set by Open.
+	ns namespace
 }
 
 // Gap returns the session gap of a session lake (SessionGap), 0 on a
 // window lake.
 func (c Config) Gap() time.Duration { return time.Duration(c.SessionGap) * time.Microsecond }
+
+// Column returns the name the lake stores one of tidemark's own columns
+// under (window_results' count, raw_events' status, ...), given its
+// logical name: the name itself, or _tm_<name> where a key column took it
+// (see namespace). Tools that name the columns beside the keys (--print,
+// the windows command) use it, so no two columns share a name.
+func (c Config) Column(logical string) string { return c.ns.phys(logical) }
+
+// KeyNames returns the key columns' names, in key order (Keys are the
+// fields' specs: request.path is the column path).
+func (c Config) KeyNames() []string { return keyNames(c.Keys) }
 
 func (c Config) adopt() bool {
 	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0 && c.SessionGap == 0
@@ -103,27 +155,61 @@ func (c Config) describe() string {
 }
 
 func (c Config) configuration() map[string]string {
-	keys, _ := json.Marshal(c.Keys)
+	keys, _ := json.Marshal(c.KeyNames())
+	specs, _ := json.Marshal(c.Keys)
 	if c.Keys == nil {
-		keys = []byte("[]")
+		keys, specs = []byte("[]"), []byte("[]")
 	}
 	m := map[string]string{
-		confKeys:   string(keys),
-		confValue:  c.ValueField,
-		confWindow: strconv.FormatInt(c.Window.Size, 10),
-		confSlide:  strconv.FormatInt(c.slide(), 10),
-		confCodec:  string(c.PayloadCodec),
+		confKeys:      string(keys),
+		confKeyFields: string(specs),
+		confValue:     c.ValueField,
+		confWindow:    strconv.FormatInt(c.Window.Size, 10),
+		confSlide:     strconv.FormatInt(c.slide(), 10),
+		confCodec:     string(c.PayloadCodec),
 	}
 	if c.SessionGap > 0 {
 		m[confSessionGap] = strconv.FormatInt(c.SessionGap, 10)
 	}
+	if len(c.ns) > 0 {
+		b, _ := json.Marshal(c.ns) // cannot fail: strings
+		m[confColumns] = string(b)
+	}
+	if c.Input != (Input{}) {
+		b, _ := json.Marshal(c.Input) // cannot fail: strings
+		m[confInput] = string(b)
+	}
 	return m
+}
+
+// inputFrom returns the input a table configuration remembers.
+func inputFrom(m map[string]string) (Input, bool, error) {
+	v, ok := m[confInput]
+	if !ok {
+		return Input{}, false, nil
+	}
+	var in Input
+	if err := json.Unmarshal([]byte(v), &in); err != nil {
+		return Input{}, false, fmt.Errorf("table configuration %s=%q: %w", confInput, v, err)
+	}
+	return in, true, nil
 }
 
 func configFrom(m map[string]string) (Config, error) {
 	var c Config
-	if err := json.Unmarshal([]byte(m[confKeys]), &c.Keys); err != nil {
-		return c, fmt.Errorf("table configuration %s=%q: %w", confKeys, m[confKeys], err)
+	if v, ok := m[confKeyFields]; ok {
+		if err := json.Unmarshal([]byte(v), &c.Keys); err != nil {
+			return c, fmt.Errorf("table configuration %s=%q: %w", confKeyFields, v, err)
+		}
+	} else {
+		// A lake made before nested fields: its keys are top-level names,
+		// dots and all.
+		if err := json.Unmarshal([]byte(m[confKeys]), &c.Keys); err != nil {
+			return c, fmt.Errorf("table configuration %s=%q: %w", confKeys, m[confKeys], err)
+		}
+		for i, k := range c.Keys {
+			c.Keys[i] = tidemark.FormatPath([]string{k})
+		}
 	}
 	c.ValueField = m[confValue]
 	size, err1 := strconv.ParseInt(m[confWindow], 10, 64)
@@ -132,6 +218,11 @@ func configFrom(m map[string]string) (Config, error) {
 		return c, fmt.Errorf("table configuration %s=%q %s=%q: not a window", confWindow, m[confWindow], confSlide, m[confSlide])
 	}
 	c.Window = tidemark.WindowSpec{Size: size, Slide: slide}
+	if v, ok := m[confColumns]; ok {
+		if err := json.Unmarshal([]byte(v), &c.ns); err != nil {
+			return c, fmt.Errorf("table configuration %s=%q: %w", confColumns, v, err)
+		}
+	}
 	if g, ok := m[confSessionGap]; ok {
 		var err error
 		if c.SessionGap, err = strconv.ParseInt(g, 10, 64); err != nil || c.SessionGap <= 0 {
@@ -183,6 +274,18 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	if cfg.SessionGap > 0 {
 		cfg.Window = tidemark.WindowSpec{Size: cfg.SessionGap}
 	}
+	// Key specs in their canonical form, so request.path and
+	// path=request.path are one setup.
+	if len(cfg.Keys) > 0 {
+		if err := CheckKeys(cfg.Keys); err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", st, err)
+		}
+		fields, _ := tidemark.ParseKeys(cfg.Keys)
+		cfg.Keys = make([]string, len(fields))
+		for i, f := range fields {
+			cfg.Keys[i] = f.String()
+		}
+	}
 	l := &Lake{st: st, log: cfg.Logger, clock: cfg.Clock, grace: cfg.WriterGrace, tables: map[string]*handle{}}
 	opts := delta.Options{Clock: cfg.Clock, Logger: cfg.Logger}
 	logs := map[string]*delta.Table{}
@@ -191,6 +294,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	var recorded map[string]string // raw_events' configuration
 	var missing []string
 	var unsupported error // the first table refused for its protocol
+	rows := 0 // files of raw_events and quarantine: has the lake read a line?
 	for _, name := range tableNames {
 		dt := delta.Open(st, name, opts)
 		logs[name] = dt
@@ -219,6 +323,9 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		if name == TableRawEvents {
 			recorded = snap.Metadata.Configuration
 		}
+		if name == TableRawEvents || name == TableQuarantine {
+			rows += len(snap.Files)
+		}
 		if remembered == nil {
 			remembered, rememberedBy = &got, name
 		} else if !sameSetup(*remembered, got) {
@@ -239,8 +346,31 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		return nil, fmt.Errorf("open lake %s: %w (give --window and --key to create one)", st, ErrNoLake)
 	}
 	cfg.Window = cfg.Window.Normalized()
+	// The namespace a lake records is the one its files use; a lake made
+	// before namespaces renames nothing (its keys could take no own name).
+	names := cfg.KeyNames()
+	cfg.ns = newNamespace(names)
+	if remembered != nil {
+		cfg.ns = remembered.ns
+	}
 	if err := validate(cfg, adopted); err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", st, err)
+	}
+	// The input: checked before anything is written.
+	var setInput bool
+	if cfg.Input != (Input{}) && remembered != nil {
+		had, ok, err := inputFrom(recorded)
+		if err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", st, err)
+		}
+		switch {
+		case !ok || cfg.ChangeInput || rows == 0:
+			// A lake that has read no line yet (a first run stopped
+			// before its first commit) takes the input too.
+			setInput = !ok || had != cfg.Input
+		case had != cfg.Input:
+			return nil, fmt.Errorf("open lake %s: %w: the lake reads its lines with %s, this run asks for %s; use the same flags, or add --change-input to read them otherwise from now on", st, ErrConfigMismatch, had.describe(), cfg.Input.describe())
+		}
 	}
 	codec, err := payloadCodecFor(cfg.PayloadCodec, recorded, remembered != nil, cfg.Logger)
 	if err != nil {
@@ -249,12 +379,12 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	cfg.PayloadCodec = codec
 	l.cfg = cfg
 	defs := map[string]*table{
-		TableRawEvents:     rawEventsTable(cfg.Keys, cfg.ValueField != "").withPayload(cfg.PayloadCodec),
-		TableQuarantine:    quarantineTable().withPayload(cfg.PayloadCodec),
-		TableWindowResults: windowResultsTable(cfg.Keys),
-		TableReconcileLog:  reconcileLogTable(cfg.Keys, cfg.SessionGap > 0),
+		TableRawEvents:     rawEventsTable(names, cfg.ValueField != "").in(cfg.ns).withPayload(cfg.PayloadCodec),
+		TableQuarantine:    quarantineTable().in(cfg.ns).withPayload(cfg.PayloadCodec),
+		TableWindowResults: windowResultsTable(names).in(cfg.ns),
+		TableReconcileLog:  reconcileLogTable(names, cfg.SessionGap > 0).in(cfg.ns),
 		// window_partials: see shard.go.
-		TableWindowPartials: windowPartialsTable(cfg.Keys),
+		TableWindowPartials: windowPartialsTable(names).in(cfg.ns),
 	}
 	for _, name := range tableNames {
 		l.tables[name] = &handle{def: defs[name], dt: logs[name]}
@@ -272,7 +402,42 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 			return nil, fmt.Errorf("open lake %s: %w", st, err)
 		}
 	}
+	if setInput {
+		if err := l.rememberInput(ctx, missing); err != nil {
+			return nil, fmt.Errorf("open lake %s: %w", st, err)
+		}
+	}
 	return l, nil
+}
+
+// rememberInput records the Config's input in the configuration of every
+// table (but those just created with it), raw_events last: Open reads the
+// input from raw_events, so a crash half way leaves the old one in force.
+func (l *Lake) rememberInput(ctx context.Context, created []string) error {
+	b, _ := json.Marshal(l.cfg.Input) // cannot fail: strings
+	for _, name := range slices.Backward(tableNames) {
+		if slices.Contains(created, name) {
+			continue
+		}
+		_, err := l.update(ctx, l.tables[name], func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
+			if snap == nil || snap.Metadata.Configuration[confInput] == string(b) {
+				return nil, nil, nil
+			}
+			md := snap.Metadata
+			md.Configuration = maps.Clone(md.Configuration)
+			md.Configuration[confInput] = string(b)
+			return &delta.Transaction{
+				Actions:             []delta.Action{{Metadata: &md}},
+				Operation:           "SET TBLPROPERTIES",
+				OperationParameters: map[string]string{"properties": `{"` + confInput + `":` + strconv.Quote(string(b)) + `}`},
+				ReadPredicate:       func(map[string]*string) bool { return true },
+			}, nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("remember the input in %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // validate checks a setup before tables are made for it. Keys the lake
@@ -327,3 +492,7 @@ func (l *Lake) Config() Config { return l.cfg }
 
 // Store returns the store the lake lives in.
 func (l *Lake) Store() store.Store { return l.st }
+
+// phys returns the physical name of one of tidemark's own columns (or
+// partition columns) in this lake, given its logical name.
+func (l *Lake) phys(logical string) string { return l.cfg.ns.phys(logical) }

@@ -292,7 +292,7 @@ func TestScanRawFilters(t *testing.T) {
 		}
 	}
 	slices.Sort(want)
-	if got := scanAll(t, l, RawQuery{From: from, To: to, Status: "late"}); !slices.Equal(got, want) {
+	if got := scanAll(t, l, RawQuery{Time: Between(from, to), Status: "late"}); !slices.Equal(got, want) {
 		t.Errorf("got %d rows, want %d", len(got), len(want))
 	}
 	// Projection: only the window columns are filled.

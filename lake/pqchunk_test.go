@@ -42,7 +42,7 @@ func pqRows(n int, seed uint64) [][]any {
 	rows := make([][]any, n)
 	for i := range rows {
 		row := make([]any, len(t.cols))
-		set := func(name string, v any) { row[t.col(name)] = v }
+		set := func(name string, v any) { row[t.colNamed(name)] = v }
 		set("event_time", int64(1767261600000000+r.IntN(3_600_000_000)))
 		set("arrival_time", int64(1767261600000000+int64(i)*1000))
 		set("ingest_time", int64(1767265200000000))
@@ -182,7 +182,7 @@ func checkPQ(path string, tb *table, rows [][]any, tamper func(string, *format.C
 	for g, rg := range pf.RowGroups() {
 		for _, cc := range rg.ColumnChunks() {
 			name := pf.Schema().Fields()[cc.Column()].Name()
-			c := tb.col(name)
+			c := tb.colNamed(name)
 			typ := cc.Type()
 			want := func(row int64) parquet.Value { return cell(rows[first+row][c]) }
 			// Every value, page by page, in order.

@@ -66,7 +66,7 @@ func (l *Lake) RawLayout(ctx context.Context, version int64) (*RawLayout, error)
 		if !out.Partitioned {
 			continue
 		}
-		d, hr := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]
+		d, hr := a.PartitionValues[l.phys("event_date")], a.PartitionValues[l.phys("event_hour")]
 		var start int64
 		ok := d != nil && hr != nil
 		if ok {
@@ -173,7 +173,7 @@ func (l *Lake) WindowsWatermark(ctx context.Context) (int64, bool, error) {
 			}
 			continue
 		}
-		if v, ok := parseStatsTime(s.MaxValues["watermark"]); ok {
+		if v, ok := parseStatsTime(s.MaxValues[l.phys("watermark")]); ok {
 			note(v)
 		}
 	}
@@ -183,7 +183,7 @@ func (l *Lake) WindowsWatermark(ctx context.Context) (int64, bool, error) {
 // watermarkOfFile reads the rows of a window_results partition when a file
 // has no stats.
 func (l *Lake) watermarkOfFile(ctx context.Context, a *delta.Add) (int64, bool, error) {
-	d := a.PartitionValues["window_date"]
+	d := a.PartitionValues[l.phys("window_date")]
 	if d == nil {
 		return 0, false, nil
 	}

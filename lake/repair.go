@@ -166,7 +166,7 @@ func (l *Lake) lostFiles(ctx context.Context, h *handle, snap *delta.Snapshot, r
 		} else {
 			rep.NoStats++
 		}
-		if lo, hi, ok := fileTimeRange(a, rep.TimeColumn); ok {
+		if lo, hi, ok := fileTimeRange(a, l.phys(rep.TimeColumn)); ok {
 			lf.MinTime, lf.MaxTime, lf.HasTime = lo, hi-1000, true
 			if !rep.HasTime || lo < rep.MinTime {
 				rep.MinTime = lo

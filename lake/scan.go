@@ -36,11 +36,29 @@ var WindowColumns = []string{ColEventTime, ColKey, ColValue, ColStatus}
 
 var allRawColumns = []string{ColEventTime, ColArrivalTime, ColIngestTime, ColKey, ColValue, ColStatus, ColDisorder, ColSource, ColFile, ColFileID, ColOffset, ColBatchID, ColPayload}
 
+// TimeRange bounds event time to [From, To) when Bounded; the zero
+// TimeRange is every time. No value of From or To means "no bound": events
+// at and before the epoch (0 and negative µs) are ordinary events.
+type TimeRange struct {
+	From, To int64
+	Bounded  bool
+}
+
+// Between is the event time range [from, to).
+func Between(from, to int64) TimeRange { return TimeRange{From: from, To: to, Bounded: true} }
+
+// bounds returns the range as [from, to), AllFrom/AllTo when unbounded.
+func (r TimeRange) bounds() (from, to int64) {
+	if !r.Bounded {
+		return AllFrom, AllTo
+	}
+	return r.From, r.To
+}
+
 // RawQuery selects raw_events rows.
 type RawQuery struct {
-	// From and To bound event time, [From, To); use AllFrom/AllTo for no
-	// bound. The zero To is no upper bound either.
-	From, To int64
+	// Time bounds event time; the zero value reads every row.
+	Time TimeRange
 	// Columns to fill in RawBatch (Col* names); nil means all.
 	Columns []string
 	// Status is "" (any), "ok" or "late".
@@ -81,9 +99,6 @@ type RawBatch struct {
 // only the requested columns are decoded.
 func (l *Lake) ScanRaw(ctx context.Context, q RawQuery, fn func(RawBatch) error) error {
 	h := l.tables[TableRawEvents]
-	if q.To == 0 {
-		q.To = AllTo
-	}
 	if q.Status != "" && q.Status != "ok" && q.Status != "late" {
 		return fmt.Errorf("scan raw events: status %q: want ok or late", q.Status)
 	}
@@ -212,20 +227,22 @@ func (s *rawScanner) run(ctx context.Context, keys []string, version int64, fn f
 // the buffers of the row group being decoded. Everything but run is used
 // by the decoding goroutine only.
 type rawScanner struct {
-	l      *Lake
-	q      RawQuery
-	want   map[string]bool
-	cols   []column // columns to decode
-	idx    map[string]int
-	keyCol []int                   // indexes into cols of the key columns
-	keys   map[string]tidemark.Key // interned
-	strs   map[string]string       // interned source/file names
+	l        *Lake
+	q        RawQuery
+	from, to int64 // q.Time's bounds
+	want     map[string]bool
+	cols     []column // columns to decode
+	idx      map[string]int
+	keyCol   []int                   // indexes into cols of the key columns
+	keys     map[string]tidemark.Key // interned
+	strs     map[string]string       // interned source/file names
 	*scanBufs
 }
 
 func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 	t := l.tables[TableRawEvents].def
 	s := &rawScanner{l: l, q: q, want: map[string]bool{}, idx: map[string]int{}, keys: map[string]tidemark.Key{}, strs: map[string]string{}}
+	s.from, s.to = q.Time.bounds()
 	names := q.Columns
 	if names == nil {
 		names = allRawColumns
@@ -236,14 +253,17 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 		}
 		s.want[n] = true
 	}
-	add := func(name string) int {
-		if i, ok := s.idx[name]; ok {
+	// idx holds own columns by logical name and key columns by their
+	// position, so a key named like an own column is a column of its own.
+	addCol := func(id string, c int) int {
+		if i, ok := s.idx[id]; ok {
 			return i
 		}
-		s.idx[name] = len(s.cols)
-		s.cols = append(s.cols, t.cols[t.col(name)])
+		s.idx[id] = len(s.cols)
+		s.cols = append(s.cols, t.cols[c])
 		return len(s.cols) - 1
 	}
+	add := func(name string) int { return addCol(name, t.col(name)) }
 	add(ColEventTime) // always: the time filter
 	if q.Status != "" {
 		add(ColStatus)
@@ -251,8 +271,8 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 	for n := range s.want {
 		switch {
 		case n == ColKey:
-			for _, k := range l.cfg.Keys {
-				s.keyCol = append(s.keyCol, add(k))
+			for i, c := range t.keyCols() {
+				s.keyCol = append(s.keyCol, addCol("\x00key"+strconv.Itoa(i), c))
 			}
 		case n == ColValue && l.cfg.ValueField == "":
 			// no value column: every row has no value
@@ -265,19 +285,19 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 
 // wantFile prunes by partition (event hour) and by event_time stats.
 func (s *rawScanner) wantFile(a *delta.Add) bool {
-	if d, hr := a.PartitionValues["event_date"], a.PartitionValues["event_hour"]; d != nil && hr != nil {
-		if start, ok := hourStart(*d, *hr); ok && (start+tidemark.MicrosPerHour <= s.q.From || start >= s.q.To) {
+	if d, hr := a.PartitionValues[s.l.phys("event_date")], a.PartitionValues[s.l.phys("event_hour")]; d != nil && hr != nil {
+		if start, ok := hourStart(*d, *hr); ok && (start+tidemark.MicrosPerHour <= s.from || start >= s.to) {
 			return false
 		}
 	}
-	if lo, hi, ok := fileTimeRange(a, "event_time"); ok && (hi <= s.q.From || lo >= s.q.To) {
+	if lo, hi, ok := fileTimeRange(a, s.l.phys(ColEventTime)); ok && (hi <= s.from || lo >= s.to) {
 		return false
 	}
 	if s.q.Status != "" {
 		// A file whose rows all have another status (stats min = max) has
 		// none of the wanted ones: reconcile's search for late rows reads
 		// only the files that hold some.
-		if lo, hi, ok := fileStringRange(a, ColStatus); ok && lo == hi && lo != s.q.Status {
+		if lo, hi, ok := fileStringRange(a, s.l.phys(ColStatus)); ok && lo == hi && lo != s.q.Status {
 			return false
 		}
 	}
@@ -321,7 +341,7 @@ func (s *rawScanner) scanFile(ctx context.Context, key string, version int64, fr
 	}
 	defer fr.Close()
 	for rg := range fr.numRowGroups() {
-		if lo, hi, ok := fr.int64Range(rg, ColEventTime); ok && (hi < s.q.From || lo >= s.q.To) {
+		if lo, hi, ok := fr.int64Range(rg, s.l.phys(ColEventTime)); ok && (hi < s.from || lo >= s.to) {
 			continue
 		}
 		s.scanBufs = <-free // the consumer returns every buffer it gets, even when stopping
@@ -449,7 +469,7 @@ func (s *rawScanner) selectRows(n int) {
 	s.sel = s.sel[:0]
 	for i := range n {
 		t := et.ints[i]
-		if t < s.q.From || t >= s.q.To {
+		if t < s.from || t >= s.to {
 			continue
 		}
 		if st != nil {

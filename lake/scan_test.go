@@ -47,7 +47,7 @@ func TestScanRawOneKey(t *testing.T) {
 	}{
 		{"all", RawQuery{}, func(*tidemark.Record) bool { return true }},
 		{"late", RawQuery{Status: "late"}, func(r *tidemark.Record) bool { return r.Status == tidemark.StatusLate }},
-		{"ok in range", RawQuery{From: from, To: to, Status: "ok"}, func(r *tidemark.Record) bool {
+		{"ok in range", RawQuery{Time: Between(from, to), Status: "ok"}, func(r *tidemark.Record) bool {
 			return r.Status == tidemark.StatusOK && r.EventTime >= from && r.EventTime < to
 		}},
 	}

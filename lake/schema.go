@@ -2,12 +2,14 @@ package lake
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+
+	"tidemark"
 )
 
 // kind is the type of one table column, as Delta (Spark) names it.
@@ -43,7 +45,9 @@ func (k kind) deltaType() string {
 // column is one data column of a table (partition columns are not stored in
 // the data files, as Spark does).
 type column struct {
-	name     string
+	name     string // physical: the name in the files and the Delta schema
+	own      string // tidemark's own column: its logical name (set by newTable)
+	key      bool   // a key column: named by the user, never renamed
 	kind     kind
 	optional bool // OPTIONAL in Parquet; otherwise REQUIRED
 	plain    bool // strings: PLAIN instead of dictionary (high cardinality)
@@ -85,8 +89,10 @@ func (c column) node() parquet.Node {
 type table struct {
 	name     string
 	cols     []column
-	partCols []string
-	index    map[string]int // column name -> index in cols
+	partCols []string       // physical names
+	index    map[string]int // own column's logical name -> index in cols
+	keys     []int          // indexes in cols of the key columns, in key order
+	ns       namespace      // own names stored under another name in this lake
 	// codec is shared by the table's writers so its encoder pool is reused.
 	// SpeedFastest: appends are on the stream's critical path, and the
 	// default level costs ~25% more time for ~5% smaller files.
@@ -96,16 +102,43 @@ type table struct {
 	payload PayloadCodec
 }
 
+// newTable makes a table of key columns (keyColumns) and own columns,
+// the latter named by their logical names until in renames them.
 func newTable(name string, partCols []string, cols ...column) *table {
-	t := &table{name: name, cols: cols, partCols: partCols, index: make(map[string]int, len(cols)), codec: zstdFastest, payload: PayloadZstd}
-	for i, c := range cols {
-		t.index[c.name] = i
+	cols = slices.Clone(cols)
+	t := &table{name: name, cols: cols, partCols: slices.Clone(partCols), index: make(map[string]int, len(cols)), codec: zstdFastest, payload: PayloadZstd}
+	for i := range t.cols {
+		c := &t.cols[i]
+		if c.key {
+			t.keys = append(t.keys, i)
+			continue
+		}
+		if c.own == "" {
+			c.own = c.name
+		}
+		t.index[c.own] = i
 	}
 	return t
 }
 
-// col returns the index of the named column; it panics on a name the table
-// does not have, which is a programming error inside this package.
+// in returns the table with its own columns (partition columns included)
+// under their names in namespace ns.
+func (t *table) in(ns namespace) *table {
+	t.ns = ns
+	for i := range t.cols {
+		if c := &t.cols[i]; c.own != "" {
+			c.name = ns.phys(c.own)
+		}
+	}
+	for i, p := range t.partCols {
+		t.partCols[i] = ns.phys(p)
+	}
+	return t
+}
+
+// col returns the index of the own column with the logical name; it panics
+// on a name the table does not have, which is a programming error inside
+// this package.
 func (t *table) col(name string) int {
 	i, ok := t.index[name]
 	if !ok {
@@ -114,14 +147,13 @@ func (t *table) col(name string) int {
 	return i
 }
 
-// colsOf returns the indexes of the named columns, in order.
-func (t *table) colsOf(names []string) []int {
-	out := make([]int, len(names))
-	for i, n := range names {
-		out[i] = t.col(n)
-	}
-	return out
-}
+// phys returns the physical name of an own column or partition column,
+// given its logical name: what the files, the Delta stats and the
+// partition values call it.
+func (t *table) phys(name string) string { return t.ns.phys(name) }
+
+// keyCols returns the indexes of the key columns, in key order.
+func (t *table) keyCols() []int { return t.keys }
 
 // parquetSchema builds the file schema. parquet.Group orders fields by name;
 // readers (Spark, DuckDB, ours) resolve columns by name, so order is moot.
@@ -187,7 +219,7 @@ var tableNames = []string{TableRawEvents, TableQuarantine, TableWindowResults, T
 func keyColumns(keys []string) []column {
 	out := make([]column, len(keys))
 	for i, k := range keys {
-		out[i] = column{name: k, kind: kindString, optional: true}
+		out[i] = column{name: k, kind: kindString, optional: true, key: true}
 	}
 	return out
 }
@@ -328,33 +360,79 @@ var ownColumns = func() map[string]string {
 			own[strings.ToLower(p)] = p
 		}
 	}
+	// Not a column: --print's marker of a shard's partial result, which
+	// must not share a name with a key either.
+	own["shard_partial"] = "shard_partial"
 	return own
 }()
 
-// CheckKeys reports, in one line, why keys cannot be a lake's grouping
-// columns, or nil if they can. Each key becomes a column of raw_events,
-// window_results and reconcile_log under its own name, and Spark, DuckDB
-// and Trino resolve column names ignoring case, so a key must not equal
-// another key or one of the lake's own columns ignoring case ("Status" is
-// "status" to them), and must hold none of the characters Delta does not
-// allow in a column name without column mapping.
-func CheckKeys(keys []string) error {
-	seen := map[string]string{}
+// ownPrefix starts the name an own column takes in a lake where a key
+// column has its name.
+const ownPrefix = "_tm_"
+
+// namespace maps the logical name of each of tidemark's own columns that a
+// lake stores under another name to that name. The zero namespace renames
+// nothing: a lake whose keys take none of tidemark's names (every lake made
+// before keys could) has its columns under their logical names.
+type namespace map[string]string
+
+// newNamespace is the namespace of a lake with the key columns keys: an own
+// column (of any table, partition columns included) whose name a key takes,
+// ignoring case as Spark and DuckDB match names, is stored as _tm_<name>
+// in every table of that lake. Keys starting with _tm_ are refused
+// (CheckKeys), so the renamed columns never collide with a key.
+func newNamespace(keys []string) namespace {
+	var ns namespace
 	for _, k := range keys {
-		lower := strings.ToLower(k)
-		switch {
-		case k == "":
-			return errors.New("--key must not be empty")
-		case strings.ContainsAny(k, badNameChars):
-			return fmt.Errorf("--key %q: a Delta column name cannot hold any of %q (Spark refuses the table); rename the field in the input", k, badNameChars)
-		case ownColumns[lower] != "":
-			return fmt.Errorf("--key %q is a column name of the lake's tables (%q; Spark and DuckDB match column names ignoring case); rename the field in the input or pick another key", k, ownColumns[lower])
-		case seen[lower] == k:
-			return fmt.Errorf("--key %q given twice", k)
-		case seen[lower] != "":
-			return fmt.Errorf("--key %q and --key %q are one column to Spark and DuckDB, which match column names ignoring case", seen[lower], k)
+		if o := ownColumns[strings.ToLower(k)]; o != "" {
+			if ns == nil {
+				ns = namespace{}
+			}
+			ns[o] = ownPrefix + o
 		}
-		seen[lower] = k
+	}
+	return ns
+}
+
+// phys returns the physical name of the own column logical.
+func (ns namespace) phys(logical string) string {
+	if p, ok := ns[logical]; ok {
+		return p
+	}
+	return logical
+}
+
+// CheckKeys reports, in one line, why key specs (--key values, see
+// tidemark.ParseField) cannot be a lake's grouping columns, or nil if they
+// can. Each key becomes a column of raw_events, window_results and
+// reconcile_log under its name, and Spark, DuckDB and Trino resolve column
+// names ignoring case, so two keys must not make one column ("Status" is
+// "status" to them); a name must hold none of the characters Delta does
+// not allow in a column name without column mapping, and must not start
+// with _tm_, where tidemark's own columns go when a key takes their name
+// (namespace).
+func CheckKeys(specs []string) error {
+	fields, err := tidemark.ParseKeys(specs)
+	if err != nil {
+		return err
+	}
+	for i, f := range fields {
+		switch k := f.Name; {
+		case strings.ContainsAny(k, badNameChars):
+			return fmt.Errorf("--key %q: a Delta column name cannot hold any of %q (Spark refuses the table); name the column: --key %q", specs[i], badNameChars, "name="+tidemark.FormatPath(f.Path))
+		case strings.HasPrefix(strings.ToLower(k), ownPrefix):
+			return fmt.Errorf("--key %q: column names starting with %q are tidemark's own; name the column: --key %q", specs[i], ownPrefix, "name="+tidemark.FormatPath(f.Path))
+		}
 	}
 	return nil
+}
+
+// keyNames returns the column names of key specs CheckKeys accepts.
+func keyNames(specs []string) []string {
+	fields, _ := tidemark.ParseKeys(specs)
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = f.Name
+	}
+	return out
 }

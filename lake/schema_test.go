@@ -1,13 +1,8 @@
 package lake
 
 import (
-	"context"
-	"slices"
 	"strings"
 	"testing"
-
-	"tidemark/lake/delta"
-	"tidemark/lake/store"
 )
 
 func TestCheckKeys(t *testing.T) {
@@ -17,19 +12,22 @@ func TestCheckKeys(t *testing.T) {
 	}{
 		{nil, ""},
 		{[]string{"page", "country", "user_id", "Région"}, ""},
-		{[]string{""}, "must not be empty"},
-		{[]string{"count"}, `--key "count" is a column name of the lake's tables`},
-		{[]string{"Status"}, `--key "Status" is a column name of the lake's tables ("status"`},
-		{[]string{"EVENT_DATE"}, `("event_date"`},
-		{[]string{"Old_Count"}, `("old_count"`},     // reconcile_log
-		{[]string{"late_rows"}, `("late_rows"`},     // reconcile_log
-		{[]string{"reason"}, `("reason"`},           // quarantine
-		{[]string{"ingest_date"}, `("ingest_date"`}, // quarantine partition
+		{[]string{""}, `--key field "": empty field path`},
+		// Own names are keys like any other (see TestOwnNamesAsKeys).
+		{[]string{"count"}, ""},
+		{[]string{"Status", "source", "EVENT_DATE", "Old_Count", "late_rows", "reason", "ingest_date", "tidemark_shard"}, ""},
+		{[]string{"_tm_status"}, `--key "_tm_status": column names starting with "_tm_" are tidemark's own; name the column: --key "name=_tm_status"`},
+		{[]string{"_TM_x"}, `starting with "_tm_"`},
 		{[]string{"page", "page"}, `--key "page" given twice`},
-		{[]string{"page", "Page"}, `--key "page" and --key "Page" are one column`},
-		{[]string{"a b"}, `--key "a b": a Delta column name cannot hold`},
+		{[]string{"page", "Page"}, `--key "page" and --key "Page" both make the column "Page"`},
+		{[]string{"a b"}, `--key "a b": a Delta column name cannot hold any of " ,;{}()\n\t="`},
+		{[]string{"a b"}, `name the column: --key "name=a b"`},
+		{[]string{"request.path", "url.path"}, `both make the column "path"`},
+		{[]string{"p=request.path", "url.path"}, ""},
+		{[]string{"_tm_x=a"}, `--key "_tm_x=a": column names starting with "_tm_"`},
+		{[]string{"`p=q`"}, "cannot hold"},
 		{[]string{"x,y"}, "cannot hold"},
-		{[]string{"p=q"}, "cannot hold"},
+		{[]string{"p=q"}, ""}, // column p of field q
 		{[]string{"f(x)"}, "cannot hold"},
 		{[]string{"a;b"}, "cannot hold"},
 		{[]string{"{a}"}, "cannot hold"},
@@ -57,6 +55,8 @@ func FuzzCheckKeys(f *testing.F) {
 	f.Add("a b", "Page")
 	f.Add("page", "PAGE")
 	f.Add("", "window_start")
+	f.Add("request.path", "p=url.path")
+	f.Add("`a.b`", "_tm_x")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		keys := []string{a, b}
 		if err := CheckKeys(keys); err != nil {
@@ -65,7 +65,9 @@ func FuzzCheckKeys(f *testing.F) {
 			}
 			return
 		}
-		for _, tb := range []*table{rawEventsTable(keys, true), windowResultsTable(keys), reconcileLogTable(keys, true)} {
+		names := keyNames(keys)
+		ns := newNamespace(names)
+		for _, tb := range []*table{rawEventsTable(names, true).in(ns), quarantineTable().in(ns), windowResultsTable(names).in(ns), windowPartialsTable(names).in(ns), reconcileLogTable(names, true).in(ns)} {
 			seen := map[string]bool{}
 			for _, name := range append(colNames(tb), tb.partCols...) {
 				if name == "" || strings.ContainsAny(name, badNameChars) {
@@ -88,39 +90,12 @@ func colNames(t *table) []string {
 	return out
 }
 
-// Open refuses keys CheckKeys refuses, but a lake that already holds such
-// a key (created before the check) still opens when its setup is adopted.
-func TestOpenChecksKeys(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.OpenDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := &fakeClock{now: t0}
-	cfg := testConfig(clock)
-	cfg.Keys = []string{"page", "Status"}
-	if _, err := Open(ctx, st, cfg); err == nil || !strings.Contains(err.Error(), `--key "Status" is a column name`) {
-		t.Fatalf("open with --key Status: got %v", err)
-	}
-	// An old lake with that key: tables made without the check.
-	old := &Lake{st: st, cfg: cfg, clock: clock.Now, tables: map[string]*handle{}}
-	old.cfg.Window.Slide = old.cfg.Window.Size
-	defs := map[string]*table{TableRawEvents: rawEventsTable(cfg.Keys, true), TableQuarantine: quarantineTable(),
-		TableWindowResults: windowResultsTable(cfg.Keys), TableReconcileLog: reconcileLogTable(cfg.Keys, false)}
-	for _, name := range tableNames {
-		if defs[name] == nil {
-			continue // window_partials came later; Open creates it
-		}
-		h := &handle{def: defs[name], dt: delta.Open(st, name, delta.Options{Clock: clock.Now})}
-		if err := old.create(ctx, h); err != nil {
-			t.Fatal(err)
+// colNamed returns the index of the column with the physical name.
+func (t *table) colNamed(name string) int {
+	for i, c := range t.cols {
+		if c.name == name {
+			return i
 		}
 	}
-	l, err := Open(ctx, st, Config{Clock: clock.Now})
-	if err != nil {
-		t.Fatalf("adopting an old lake with --key Status: %v", err)
-	}
-	if got := l.Config().Keys; !slices.Equal(got, cfg.Keys) {
-		t.Errorf("adopted keys %q, want %q", got, cfg.Keys)
-	}
+	panic("no column " + name)
 }

@@ -717,7 +717,7 @@ func (l *Lake) partialsOf(ctx context.Context, rows []WindowRow) ([]WindowRow, e
 	var out []WindowRow
 	for i := range snap.Files {
 		a := &snap.Files[i]
-		d := a.PartitionValues["window_date"]
+		d := a.PartitionValues[l.phys("window_date")]
 		if d == nil || *d < first || *d > last || !l.mayHold(a, rows) {
 			continue
 		}
@@ -759,7 +759,7 @@ func (l *Lake) PartialWindows(ctx context.Context, since, from int64) (starts []
 	for i := range snap.Files {
 		a := &snap.Files[i]
 		if before[a.Path] {
-			if _, hi, ok := fileTimeRange(a, "window_start"); ok && hi <= from {
+			if _, hi, ok := fileTimeRange(a, l.phys("window_start")); ok && hi <= from {
 				continue
 			}
 		}

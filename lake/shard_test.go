@@ -103,7 +103,7 @@ func TestStartRangesCache(t *testing.T) {
 			a := &snap.Files[i]
 			lo, hi, ok := fileTimeRange(a, "window_start")
 			for range 2 { // a miss, then a hit
-				if clo, chi, cok := l.memo.starts.of(a); clo != lo || chi != hi || cok != ok || !ok {
+				if clo, chi, cok := l.memo.starts.of(a, "window_start"); clo != lo || chi != hi || cok != ok || !ok {
 					t.Errorf("%s %s: cached range [%d, %d) %v, stats say [%d, %d) %v", name, a.Path, clo, chi, cok, lo, hi, ok)
 				}
 			}
@@ -124,7 +124,7 @@ func TestStartRangesCache(t *testing.T) {
 	}
 	other := snap.Files[0]
 	other.Path = "window_date=x/part-not-cached.parquet"
-	l.memo.starts.of(&other)
+	l.memo.starts.of(&other, "window_start")
 	if got := len(l.memo.starts.m); got != 1 {
 		t.Errorf("past its bound the cache holds %d ranges, want it started again with 1", got)
 	}

@@ -207,7 +207,7 @@ func nextRevision(old, row *WindowRow) int64 {
 // hold one of rows' keys (sorted by window start), judged by its
 // window_start stats (no stats: it may).
 func (l *Lake) mayHold(a *delta.Add, rows []WindowRow) bool {
-	lo, hi, ok := l.memo.starts.of(a)
+	lo, hi, ok := l.memo.starts.of(a, l.phys("window_start"))
 	if !ok {
 		return true
 	}
@@ -234,14 +234,14 @@ type startRange struct {
 // files of a compacted or vacuumed lake are never asked for again).
 const maxStartRanges = 1 << 16
 
-func (c *startRanges) of(a *delta.Add) (lo, hi int64, ok bool) {
+func (c *startRanges) of(a *delta.Add, col string) (lo, hi int64, ok bool) {
 	c.mu.Lock()
 	r, hit := c.m[a.Path]
 	c.mu.Unlock()
 	if hit {
 		return r.lo, r.hi, r.ok
 	}
-	lo, hi, ok = fileTimeRange(a, "window_start")
+	lo, hi, ok = fileTimeRange(a, col)
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxStartRanges {
 		c.m = make(map[string]startRange)
@@ -259,7 +259,7 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 	if err != nil {
 		return addFile{}, err
 	}
-	keyCol := t.colsOf(l.cfg.Keys)
+	keyCol := t.keyCols()
 	for i := range rows {
 		r := &rows[i]
 		w.str(t.col("run_id"), r.RunID)

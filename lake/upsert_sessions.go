@@ -98,7 +98,7 @@ func (l *Lake) ReconcileLog(ctx context.Context) ([]ReconcileRow, error) {
 		return nil, fmt.Errorf("read %s: %w", t.name, err)
 	}
 	data := make([]colData, len(t.cols))
-	keyCol := t.colsOf(l.cfg.Keys)
+	keyCol := t.keyCols()
 	_, sessions := t.index[ColReplacedStart]
 	var out []ReconcileRow
 	var kb []byte
@@ -162,7 +162,7 @@ func (l *Lake) FirstStartEndingAfter(ctx context.Context, t int64) (start int64,
 	}
 	for i := range snap.Files {
 		a := &snap.Files[i]
-		if _, hi, has := fileTimeRange(a, "window_end"); has && hi <= t {
+		if _, hi, has := fileTimeRange(a, l.phys("window_end")); has && hi <= t {
 			continue
 		}
 		rows, err := l.readWindowRows(ctx, h, a)

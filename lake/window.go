@@ -46,9 +46,9 @@ func (r *WindowRow) id() windowID { return windowID{r.Window.Start, r.Window.End
 
 // partition returns the partition values of the row in table h.
 func (h *handle) partition(r *WindowRow) map[string]*string {
-	pv := map[string]*string{"window_date": strp(dateOf(r.Window.Start))}
+	pv := map[string]*string{h.def.phys("window_date"): strp(dateOf(r.Window.Start))}
 	if h.def.name == TableWindowPartials {
-		pv[colShard] = strp(r.Shard)
+		pv[h.def.phys(colShard)] = strp(r.Shard)
 	}
 	return pv
 }
@@ -220,7 +220,7 @@ func (l *Lake) writeWindowRows(ctx context.Context, h *handle, rows []WindowRow,
 	if err != nil {
 		return addFile{}, err
 	}
-	keyCol := t.colsOf(l.cfg.Keys)
+	keyCol := t.keyCols()
 	cStart, cEnd, cCount := t.col("window_start"), t.col("window_end"), t.col("count")
 	cSum, cMin, cMax, cFinal := t.col("sum"), t.col("min"), t.col("max"), t.col("final")
 	cOrigin, cRev, cComputed, cWM := t.col("origin"), t.col("revision"), t.col("computed_at"), t.col("watermark")
@@ -260,7 +260,7 @@ func (l *Lake) writeWindowRows(ctx context.Context, h *handle, rows []WindowRow,
 func (l *Lake) readWindowRows(ctx context.Context, h *handle, a *delta.Add) ([]WindowRow, error) {
 	t := h.def
 	var shard string
-	if s := a.PartitionValues[colShard]; s != nil && t.name == TableWindowPartials {
+	if s := a.PartitionValues[l.phys(colShard)]; s != nil && t.name == TableWindowPartials {
 		shard = *s
 	}
 	fr, err := openFileReader(ctx, l.st, a.Key(h.dt.Path()))
@@ -269,7 +269,7 @@ func (l *Lake) readWindowRows(ctx context.Context, h *handle, a *delta.Add) ([]W
 	}
 	defer fr.Close()
 	data := make([]colData, len(t.cols))
-	keyCol := t.colsOf(l.cfg.Keys)
+	keyCol := t.keyCols()
 	var out []WindowRow
 	var kb []byte
 	for rg := range fr.numRowGroups() {
@@ -372,10 +372,10 @@ func (l *Lake) windowsOf(ctx context.Context, h *handle, from, to int64, version
 	var out []WindowRow
 	for i := range snap.Files {
 		a := &snap.Files[i]
-		if d := a.PartitionValues["window_date"]; d != nil && !inDates(*d, lo, hi) {
+		if d := a.PartitionValues[l.phys("window_date")]; d != nil && !inDates(*d, lo, hi) {
 			continue
 		}
-		if flo, fhi, ok := fileTimeRange(a, "window_start"); ok && (fhi <= from || flo >= to) {
+		if flo, fhi, ok := fileTimeRange(a, l.phys("window_start")); ok && (fhi <= from || flo >= to) {
 			continue
 		}
 		rows, err := l.readWindowRows(ctx, h, a)

@@ -20,11 +20,30 @@ import (
 // window in window_results equals a pure batch recomputation over every
 // record, and a second run corrects nothing.
 func TestContract(t *testing.T) {
-	ctx := context.Background()
 	iters := 40
 	if testing.Short() {
 		iters = 8
 	}
+	contract(t, iters, t0.UnixMicro())
+}
+
+// TestContractPre1970 is TestContract over events before and across the
+// epoch (issue 30): no time bound of a scan, a reconcile or a recompute may
+// take 0 or a negative time for "no bound".
+func TestContractPre1970(t *testing.T) {
+	for _, base := range []time.Time{
+		time.Unix(-20*60, 0), // windows on both sides of 1970-01-01T00:00:00Z
+		time.Date(1960, 6, 1, 12, 0, 0, 0, time.UTC),
+	} {
+		t.Run(base.Format(time.RFC3339), func(t *testing.T) { contract(t, 6, base.UnixMicro()) })
+	}
+}
+
+// contract runs TestContract's property on iters random cases of events
+// from base on.
+func contract(t *testing.T, iters int, base int64) {
+	ctx := context.Background()
+	bt := time.UnixMicro(base).UTC()
 	for it := range iters {
 		rng := rand.New(rand.NewPCG(uint64(it), 99))
 		size := int64(1+rng.IntN(10)) * 60 * second
@@ -49,14 +68,14 @@ func TestContract(t *testing.T) {
 			}
 			tl := newTestLake(t, spec)
 			n := 50 + rng.IntN(300)
-			recs := randomRecords(rng, n, t0.UnixMicro(), 40, 15*60)
+			recs := randomRecords(rng, n, base, 40, 15*60)
 			var w int64 = tidemark.MinTime
 			var lateSeen int64
 			batchID := int64(0)
 			for i := 0; i < n; {
 				m := min(n-i, 1+rng.IntN(20))
 				chunk := recs[i : i+m]
-				res := eng.Process(chunk, t0.Add(time.Duration(i)*time.Second))
+				res := eng.Process(chunk, bt.Add(time.Duration(i)*time.Second))
 				lateSeen += res.Dropped
 				if res.HasWatermark {
 					w = res.Watermark
@@ -85,7 +104,7 @@ func TestContract(t *testing.T) {
 			if again.Corrected+again.Inserted != 0 {
 				t.Errorf("second run: got %s, want no corrections", reportLine(again))
 			}
-			full := tl.reconcile(t, reconcile.Config{From: t0.Add(-48 * time.Hour), To: t0.Add(48 * time.Hour)})
+			full := tl.reconcile(t, reconcile.Config{From: bt.Add(-48 * time.Hour), To: bt.Add(48 * time.Hour)})
 			if full.Corrected+full.Inserted != 0 {
 				t.Errorf("full-range run after reconcile: got %s, want no corrections", reportLine(full))
 			}

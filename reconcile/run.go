@@ -215,7 +215,7 @@ func (r *run) lateWindows(ctx context.Context, p *priorRuns, rawTo int64) (map[i
 		if p.hasWM {
 			from = tidemark.SubSat(p.wm, r.spec.Size)
 		}
-		if err := scanLate(lake.RawQuery{From: from}); err != nil {
+		if err := scanLate(lake.RawQuery{Time: lake.Between(from, lake.AllTo)}); err != nil {
 			return nil, fmt.Errorf("find late rows of windows open at the last run: %w", err)
 		}
 	}

@@ -48,7 +48,7 @@ func (r *run) sessions(ctx context.Context, p *priorRuns, rawTo int64, hasW bool
 		if err != nil {
 			return err
 		}
-		rows, st, err := batch.LateSessions(ctx, r.lk, batch.LateSessionQuery{Gap: gap, From: from, Version: rawTo})
+		rows, st, err := batch.LateSessions(ctx, r.lk, batch.LateSessionQuery{Gap: gap, Time: lake.Between(from, lake.AllTo), Version: rawTo})
 		if err != nil {
 			return fmt.Errorf("find late rows of sessions open at the last run: %w", err)
 		}

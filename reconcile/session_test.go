@@ -326,11 +326,23 @@ func refSessions(gap int64, recs []tidemark.Record) map[tidemark.Key][]tidemark.
 // session the stream emitted ends (a session a late row extended past
 // the stream's may still be touched by a row the window rule accepts).
 func TestSessionContract(t *testing.T) {
-	ctx := context.Background()
 	iters := 8
 	if testing.Short() {
 		iters = 4
 	}
+	sessionContract(t, iters, t0)
+}
+
+// TestSessionContractPre1970 is TestSessionContract over sessions before
+// and across the epoch (issue 30).
+func TestSessionContractPre1970(t *testing.T) {
+	for _, base := range []time.Time{time.Unix(-3600, 0).UTC(), time.Date(1955, 3, 1, 8, 0, 0, 0, time.UTC)} {
+		t.Run(base.Format(time.RFC3339), func(t *testing.T) { sessionContract(t, 3, base) })
+	}
+}
+
+func sessionContract(t *testing.T, iters int, bt time.Time) {
+	ctx := context.Background()
 	for it := range iters {
 		rng := rand.New(rand.NewPCG(uint64(it), 13))
 		gap := time.Duration(1+rng.IntN(10)) * time.Minute
@@ -343,7 +355,7 @@ func TestSessionContract(t *testing.T) {
 			n := 50 + rng.IntN(150)
 			// Some runs cross midnight; disorder up to two gaps: late rows
 			// that touch open sessions, whose exact sessions a run defers.
-			base := t0.UnixMicro() + int64(rng.IntN(3))*12*3600*second
+			base := bt.UnixMicro() + int64(rng.IntN(3))*12*3600*second
 			recs := randomRecords(rng, n, base, 90, 1+int(2*gap.Microseconds()/second))
 			for i := 0; i < n; {
 				m := min(n-i, 1+rng.IntN(30))
@@ -364,7 +376,7 @@ func TestSessionContract(t *testing.T) {
 				t.Errorf("after reconcile (W=%s, report %s), %d differ:\n%s", tidemark.FormatTime(rep.Watermark), reportLine(rep), len(bad), strings.Join(bad, "\n"))
 			}
 			stored := sessionsText(t, tl)
-			for _, c := range []reconcile.Config{{}, {From: t0.Add(-48 * time.Hour), To: t0.Add(72 * time.Hour)}} {
+			for _, c := range []reconcile.Config{{}, {From: bt.Add(-48 * time.Hour), To: bt.Add(72 * time.Hour)}} {
 				again := tl.reconcile(t, c)
 				if again.Corrected+again.Inserted+again.Merged != 0 || sessionsText(t, tl) != stored {
 					t.Errorf("run %+v after reconcile: got %s merged %d, want no change", c, reportLine(again), again.Merged)

@@ -356,20 +356,31 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 // streams write too, each line ends with "shard_partial":true: the values
 // are this stream's partial, window_results holds the merge.
 func (r *runner) print(batchID int64, results []tidemark.Result) error {
-	return printResults(r.cfg.Print, r.cfg.Decoder.Keys, r.cfg.Decoder.ValueField != "", r.shardsOf(batchID) != nil, results)
+	cfg := r.lake.Config()
+	return printResults(r.cfg.Print, cfg.KeyNames(), cfg.Column, r.cfg.Decoder.ValueField != "", r.shardsOf(batchID) != nil, results)
 }
 
 // printResults writes emitted windows as JSON lines (SPEC §3):
 // window_start, window_end, one property per key, count, sum/min/max (with a
 // value field; null when no row had a value), final, and with partial
-// "shard_partial":true.
-func printResults(w io.Writer, keys []string, withValue, partial bool, results []tidemark.Result) error {
+// "shard_partial":true. The properties other than the keys are named as
+// window_results' columns are (col: a key named count moves the count to
+// _tm_count), so a line never names one property twice.
+func printResults(w io.Writer, keys []string, col func(string) string, withValue, partial bool, results []tidemark.Result) error {
 	bw := bufio.NewWriter(w)
 	buf := make([]byte, 0, 256)
+	name := func(buf []byte, logical string) []byte {
+		buf = strconv.AppendQuote(buf, col(logical))
+		return append(buf, ':')
+	}
 	for _, res := range results {
-		buf = append(buf[:0], `{"window_start":"`...)
+		buf = append(buf[:0], '{')
+		buf = name(buf, "window_start")
+		buf = append(buf, '"')
 		buf = append(buf, tidemark.FormatTime(res.Window.Start)...)
-		buf = append(buf, `","window_end":"`...)
+		buf = append(buf, '"', ',')
+		buf = name(buf, "window_end")
+		buf = append(buf, '"')
 		buf = append(buf, tidemark.FormatTime(res.Window.End)...)
 		buf = append(buf, '"')
 		parts := res.Key.Parts()
@@ -384,16 +395,14 @@ func printResults(w io.Writer, keys []string, withValue, partial bool, results [
 				buf = append(buf, kb...)
 			}
 		}
-		buf = append(buf, `,"count":`...)
+		buf = name(append(buf, ','), "count")
 		buf = strconv.AppendInt(buf, res.Agg.Count, 10)
 		if withValue {
 			for _, f := range []struct {
 				name string
 				v    float64
 			}{{"sum", res.Agg.Total()}, {"min", res.Agg.Min}, {"max", res.Agg.Max}} {
-				buf = append(buf, `,"`...)
-				buf = append(buf, f.name...)
-				buf = append(buf, `":`...)
+				buf = name(append(buf, ','), f.name)
 				if res.Agg.Values == 0 {
 					buf = append(buf, "null"...)
 				} else {
@@ -401,10 +410,10 @@ func printResults(w io.Writer, keys []string, withValue, partial bool, results [
 				}
 			}
 		}
-		buf = append(buf, `,"final":`...)
+		buf = name(append(buf, ','), "final")
 		buf = strconv.AppendBool(buf, res.Final)
 		if partial {
-			buf = append(buf, `,"shard_partial":true`...)
+			buf = append(name(append(buf, ','), "shard_partial"), "true"...)
 		}
 		buf = append(buf, "}\n"...)
 		if _, err := bw.Write(buf); err != nil {

@@ -70,6 +70,11 @@ type RunnerConfig struct {
 	// of Engine.Window, which must then be zero (session_runner.go).
 	SessionGap time.Duration
 
+	// ChangeInput lets the lake remember this run's input (Decoder's
+	// format, time field, unit and layout) instead of refusing a run that
+	// reads its lines otherwise than the lake remembers (--change-input).
+	ChangeInput bool
+
 	// FollowSymlinks follows every symbolic link of local sources; by
 	// default only links resolving inside a source's root are followed.
 	FollowSymlinks bool
@@ -262,6 +267,12 @@ type runner struct {
 	missingLogged time.Time
 }
 
+// inputOf is what the lake remembers of how the decoder reads lines.
+func inputOf(c ingest.DecoderConfig) lake.Input {
+	c = c.WithDefaults()
+	return lake.Input{Format: c.Format, TimeField: c.TimeField, TimeUnit: c.TimeUnit, TimeLayout: c.TimeLayout}
+}
+
 // lakeOpening is a lake.Open running on a goroutine of its own.
 type lakeOpening struct {
 	done chan struct{}
@@ -287,6 +298,8 @@ func (r *runner) openLake(ctx context.Context, st store.Store) {
 
 		PayloadCodec: r.cfg.PayloadCodec,
 		ShardIdle:    r.cfg.ShardIdle,
+		Input:        inputOf(r.cfg.Decoder),
+		ChangeInput:  r.cfg.ChangeInput,
 	}
 	go func() {
 		defer close(o.done)

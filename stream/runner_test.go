@@ -228,7 +228,7 @@ func TestRunnerConfigValidate(t *testing.T) {
 		{"negative batch rows", func(c *RunnerConfig) { c.MaxBatchRows = -1 }, "--max-batch-rows must be at least 1"},
 		{"drain without once", func(c *RunnerConfig) { c.Drain = true }, "--drain needs --once"},
 		{"budget of no source", func(c *RunnerConfig) { c.Engine.SourceLateness = map[string]time.Duration{"nope": time.Second} }, `"nope" is not one of the --source values`},
-		{"key named like a column", func(c *RunnerConfig) { c.Decoder.Keys = []string{"count"} }, `--key "count" is a column name`},
+		{"key in tidemark's namespace", func(c *RunnerConfig) { c.Decoder.Keys = []string{"_tm_count"} }, `--key "_tm_count": column names starting with "_tm_" are tidemark's own`},
 		{"unknown format", func(c *RunnerConfig) { c.Decoder.Format = "xml" }, `unknown format "xml"`},
 	}
 	for _, tc := range tests {

@@ -44,6 +44,9 @@ type genConfig struct {
 	// the events arrive 1–3 hours late (a source that stopped and caught
 	// up); the other hours then have no hours-late tail.
 	outage int64
+	// shift moves every event (and its arrival) by this much, µs: a
+	// negative one puts them before 1970.
+	shift int64
 }
 
 // makeLake generates n events over several sources whose arrival delay is
@@ -69,7 +72,7 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		r := &recs[i]
 		r.Source = g.sources[i%len(g.sources)]
 		r.File = "events-" + r.Source + ".ndjson"
-		r.EventTime = t0 + int64(i)*500_000 + rng.Int64N(1000) // 2 events/s
+		r.EventTime = t0 + g.shift + int64(i)*500_000 + rng.Int64N(1000) // 2 events/s
 		var delay float64
 		switch u := rng.Float64(); {
 		case u < 0.90:

@@ -64,8 +64,10 @@ const (
 // Config selects the rows and the grouping. The zero value of every field
 // means the documented default.
 type Config struct {
-	// From and To bound event time, [From, To); 0 means unbounded.
-	From, To int64
+	// Time bounds event time; the zero TimeRange is every time (no time
+	// value stands for "no bound", so events at and before the epoch are
+	// ordinary).
+	Time lake.TimeRange
 	// Since, when positive, sets From to Clock() − Since (the last Since
 	// up to now); 0 means unset, as for reconcile. It excludes From and To.
 	Since time.Duration
@@ -112,14 +114,14 @@ func (c *Config) since() error {
 		return nil
 	case c.Since < 0:
 		return fmt.Errorf("lateness: --since must not be negative, got %s", c.Since)
-	case c.From != lake.AllFrom || c.To != lake.AllTo:
+	case c.Time.Bounded:
 		return errors.New("lateness: give --since or --from/--to, not both")
 	}
 	clock := c.Clock
 	if clock == nil {
 		clock = time.Now
 	}
-	c.From = clock().Add(-c.Since).UnixMicro()
+	c.Time = lake.Between(clock().Add(-c.Since).UnixMicro(), lake.AllTo)
 	return nil
 }
 
@@ -152,12 +154,6 @@ func (c *Config) defaults() {
 	}
 	if c.TempDir == "" {
 		c.TempDir = os.TempDir()
-	}
-	if c.To == 0 {
-		c.To = lake.AllTo
-	}
-	if c.From == 0 {
-		c.From = lake.AllFrom
 	}
 }
 
@@ -308,13 +304,13 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	if err := cfg.since(); err != nil {
 		return nil, err
 	}
-	if cfg.From >= cfg.To {
-		return nil, fmt.Errorf("lateness: empty time range [%s, %s)", tidemark.FormatTime(cfg.From), tidemark.FormatTime(cfg.To))
+	if cfg.Time.Bounded && cfg.Time.From >= cfg.Time.To {
+		return nil, fmt.Errorf("lateness: empty time range [%s, %s)", tidemark.FormatTime(cfg.Time.From), tidemark.FormatTime(cfg.Time.To))
 	}
 	if cfg.Period != 0 && cfg.Period != PeriodHour && cfg.Period != PeriodDay {
 		return nil, fmt.Errorf("lateness: period %s: want an hour or a day", cfg.Period)
 	}
-	grouper, err := newGrouper(lk.Config().Keys, cfg.By, cfg.MaxGroups)
+	grouper, err := newGrouper(lk.Config().KeyNames(), cfg.By, cfg.MaxGroups)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +325,7 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 		cols = append(cols, lake.ColKey)
 	}
 	kw := newKeyWindows(lk.Config().Window.Size, cfg.MaxKeyWindows)
-	q := lake.RawQuery{From: cfg.From, To: cfg.To, Columns: cols}
+	q := lake.RawQuery{Time: cfg.Time, Columns: cols}
 	err = lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
 		for i := range b.N {
 			g, err := grouper.group(b, i)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tidemark"
+	"tidemark/lake"
 	"tidemark/stream"
 )
 
@@ -195,7 +196,7 @@ func TestByKey(t *testing.T) {
 func TestTimeRange(t *testing.T) {
 	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 5, maxBatch: 100})
 	from, to := t0+10*usSecond, t0+20*usSecond
-	rep := run(t, d, Config{From: from, To: to})
+	rep := run(t, d, Config{Time: lake.Between(from, to)})
 	var want int64
 	for _, r := range d.recs {
 		if r.EventTime >= from && r.EventTime < to {
@@ -205,9 +206,39 @@ func TestTimeRange(t *testing.T) {
 	if got := rep.Groups[0].Rows; got != want {
 		t.Errorf("rows in range: got %d, want %d", got, want)
 	}
-	empty := run(t, d, Config{From: t0 - 2*usHour, To: t0 - usHour})
+	empty := run(t, d, Config{Time: lake.Between(t0-2*usHour, t0-usHour)})
 	if len(empty.Groups) != 0 {
 		t.Errorf("empty range: got %d groups, want 0", len(empty.Groups))
+	}
+}
+
+// TestTimeRangePre1970: events before and across the epoch are ordinary;
+// a range ending or starting at 1970-01-01T00:00:00Z (0 µs) is a bound like
+// any other, not "unbounded" (issue 30).
+func TestTimeRangePre1970(t *testing.T) {
+	d := makeLake(t, genConfig{n: 2_000, sources: []string{"s"}, lateness: 10 * usSecond, seed: 5, maxBatch: 100, shift: -t0 - 500*usSecond})
+	count := func(from, to int64) (n int64) {
+		for _, r := range d.recs {
+			if r.EventTime >= from && r.EventTime < to {
+				n++
+			}
+		}
+		return n
+	}
+	for _, r := range [][2]int64{{-300 * usSecond, 0}, {0, 300 * usSecond}, {lake.AllFrom, 0}, {-1, 1}} {
+		want := count(r[0], r[1])
+		rep := run(t, d, Config{Time: lake.Between(r[0], r[1])})
+		var got int64
+		if len(rep.Groups) > 0 {
+			got = rep.Groups[0].Rows
+		}
+		if got != want || (want == 0 && r[0] != -1) {
+			t.Errorf("rows in [%d, %d): got %d, want %d", r[0], r[1], got, want)
+		}
+	}
+	all := run(t, d, Config{})
+	if got := all.Groups[0].Rows; got != int64(len(d.recs)) {
+		t.Errorf("all rows: got %d, want %d", got, len(d.recs))
 	}
 }
 
@@ -231,7 +262,7 @@ func TestSince(t *testing.T) {
 	if len(late.Groups) != 0 {
 		t.Errorf("since after the data: got %d groups, want 0", len(late.Groups))
 	}
-	for _, cfg := range []Config{{Since: -time.Second}, {Since: time.Hour, From: t0}, {Since: time.Hour, To: t0}} {
+	for _, cfg := range []Config{{Since: -time.Second}, {Since: time.Hour, Time: lake.Between(t0, lake.AllTo)}, {Since: time.Hour, Time: lake.Between(lake.AllFrom, t0)}} {
 		cfg.Replay = testReplayer
 		if _, err := Run(context.Background(), d.lk, cfg); err == nil {
 			t.Errorf("Run(%+v): got nil error, want one", cfg)

@@ -9,6 +9,7 @@ import (
 
 	"tidemark"
 	"tidemark/batch/lateness"
+	"tidemark/lake"
 	"tidemark/stream"
 )
 
@@ -38,8 +39,12 @@ func latenessCommand() *cli.Command {
 func runLateness(c *cli.Context) error {
 	var cfg lateness.Config
 	var err error
-	if cfg.From, cfg.To, err = timeRange(c); err != nil {
+	from, to, err := timeRange(c)
+	if err != nil {
 		return err
+	}
+	if c.IsSet("from") || c.IsSet("to") {
+		cfg.Time = lake.Between(from, to)
 	}
 	format := c.String("format")
 	if format != "table" && format != "json" && format != "csv" {

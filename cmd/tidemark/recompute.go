@@ -57,15 +57,20 @@ func recomputeCommand() *cli.Command {
 				printCount(c.App.Writer, len(rows), st, time.Since(began))
 				return nil
 			}
-			return printExact(c, f, lk.Config().Keys, rows)
+			return printExact(c, f, lk.Config(), rows)
 		},
 	}
 }
 
-// printExact prints exact windows or sessions with their late rows.
-func printExact(c *cli.Context, f *renderer, keys []string, rows []batch.Row) error {
-	header := append([]string{"window_start", "window_end"}, keys...)
-	f.header(append(header, "count", "sum", "min", "max", "late_rows"))
+// printExact prints exact windows or sessions with their late rows, the
+// columns named as the lake names them (cfg.Column).
+func printExact(c *cli.Context, f *renderer, cfg lake.Config, rows []batch.Row) error {
+	keys := cfg.KeyNames()
+	header := append([]string{cfg.Column("window_start"), cfg.Column("window_end")}, keys...)
+	for _, n := range []string{"count", "sum", "min", "max", "late_rows"} {
+		header = append(header, cfg.Column(n))
+	}
+	f.header(header)
 	for _, r := range rows {
 		cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
 		f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))

@@ -26,7 +26,7 @@ func lineCount(t *testing.T, lakeDir string) (raw, quarantined int) {
 		offset int64
 	}
 	seen := map[at]string{}
-	err := lk.ScanRaw(context.Background(), lake.RawQuery{From: lake.AllFrom, To: lake.AllTo, Columns: []string{lake.ColFile, lake.ColOffset}}, func(b lake.RawBatch) error {
+	err := lk.ScanRaw(context.Background(), lake.RawQuery{Columns: []string{lake.ColFile, lake.ColOffset}}, func(b lake.RawBatch) error {
 		for i := range b.N {
 			k := at{b.File[i], b.Offset[i]}
 			if seen[k] != "" {

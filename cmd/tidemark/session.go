@@ -64,5 +64,5 @@ func printSessions(c *cli.Context, lk *lake.Lake, gap time.Duration, f *renderer
 		printCount(c.App.Writer, len(rows), st.Stats, time.Since(began))
 		return nil
 	}
-	return printExact(c, f, lk.Config().Keys, rows)
+	return printExact(c, f, lk.Config(), rows)
 }

@@ -25,11 +25,12 @@ func streamCommand() *cli.Command {
 		Flags: slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "source", Usage: "directory (optionally with a glob) or s3://bucket/prefix; repeatable, one watermark input each", EnvVars: env("source")},
 			&cli.StringFlag{Name: "format", Value: "ndjson", Usage: "input format: ndjson or csv (with a header line)", EnvVars: env("format")},
-			&cli.StringFlag{Name: "time-field", Value: "event_time", Usage: "field holding the event time", EnvVars: env("time-field")},
+			&cli.StringFlag{Name: "time-field", Value: "event_time", Usage: "field holding the event time; a dotted path reads a nested NDJSON field (meta.ts), a literal dotted name goes in backticks", EnvVars: env("time-field")},
 			&cli.StringFlag{Name: "time-unit", Value: "s", Usage: "unit of numeric epoch times: s, ms, us or ns", EnvVars: env("time-unit")},
 			&cli.StringFlag{Name: "time-layout", Usage: "Go time layout for event times that are not RFC 3339 or epoch numbers", EnvVars: env("time-layout")},
-			&cli.StringSliceFlag{Name: "key", Usage: "grouping field; repeatable (a row without it groups under null)", EnvVars: env("key")},
-			&cli.StringFlag{Name: "value", Usage: "numeric field to aggregate with sum, min and max", EnvVars: env("value")},
+			&cli.BoolFlag{Name: "change-input", Usage: "let the lake remember this run's --format, --time-field, --time-unit and --time-layout instead of refusing ones other than it remembers", EnvVars: env("change-input")},
+			&cli.StringSliceFlag{Name: "key", Usage: "grouping field, any name; repeatable (a row without it groups under null). A dotted path reads a nested NDJSON field (request.path, column path); name=path names the column; a literal dotted name goes in backticks", EnvVars: env("key")},
+			&cli.StringFlag{Name: "value", Usage: "numeric field to aggregate with sum, min and max; a dotted path reads a nested NDJSON field", EnvVars: env("value")},
 			&cli.StringFlag{Name: "arrival-field", Usage: "field holding the time the event was received (default: when the line is read)", EnvVars: env("arrival-field")},
 			&cli.DurationFlag{Name: "window", Usage: "window length, e.g. 10m (required)", EnvVars: env("window")},
 			&cli.DurationFlag{Name: "slide", Usage: "distance between window starts for sliding windows (default: the window, tumbling)", EnvVars: env("slide")},
@@ -142,6 +143,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		MinEventTime: floor,
 	}
 	cfg.Lake = c.String("lake")
+	cfg.ChangeInput = c.Bool("change-input")
 	cfg.S3 = store.S3Config{Endpoint: c.String("s3-endpoint")}
 	cfg.Checkpoint = c.String("checkpoint")
 	cfg.Name = c.String("name")

@@ -36,8 +36,10 @@ func windowsCommand() *cli.Command {
 				return err
 			}
 			cfg := lk.Config()
-			header := append([]string{"window_start", "window_end"}, cfg.Keys...)
-			header = append(header, "count", "sum", "min", "max", "final", "origin", "revision", "computed_at", "watermark")
+			header := append([]string{cfg.Column("window_start"), cfg.Column("window_end")}, cfg.KeyNames()...)
+			for _, n := range []string{"count", "sum", "min", "max", "final", "origin", "revision", "computed_at", "watermark"} {
+				header = append(header, cfg.Column(n))
+			}
 			f.header(header)
 			for _, r := range rows {
 				f.row(windowCells(r, len(cfg.Keys)))
