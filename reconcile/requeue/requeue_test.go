@@ -74,7 +74,7 @@ func tables(t *testing.T, lk *lake.Lake) (raw, quarantine map[lineAt]string) {
 	t.Helper()
 	ctx := context.Background()
 	raw, quarantine = map[lineAt]string{}, map[lineAt]string{}
-	err := lk.ScanRaw(ctx, lake.RawQuery{From: lake.AllFrom, To: lake.AllTo, Columns: []string{lake.ColFile, lake.ColOffset, lake.ColStatus}}, func(b lake.RawBatch) error {
+	err := lk.ScanRaw(ctx, lake.RawQuery{Columns: []string{lake.ColFile, lake.ColOffset, lake.ColStatus}}, func(b lake.RawBatch) error {
 		for i := range b.N {
 			at := lineAt{b.File[i], b.Offset[i]}
 			if _, dup := raw[at]; dup {
@@ -321,7 +321,7 @@ func TestRequeueLineTooLongRereadsTheFile(t *testing.T) {
 			t.Fatalf("moved %v, stayed %v; want the long line moved", rep.Moved, rep.Stayed)
 		}
 		var payloads []string
-		lk.ScanRaw(ctx, lake.RawQuery{From: lake.AllFrom, To: lake.AllTo, Columns: []string{lake.ColPayload}}, func(b lake.RawBatch) error {
+		lk.ScanRaw(ctx, lake.RawQuery{Columns: []string{lake.ColPayload}}, func(b lake.RawBatch) error {
 			for i := range b.N {
 				payloads = append(payloads, string(b.Payload[i]))
 			}
