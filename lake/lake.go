@@ -294,7 +294,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	var recorded map[string]string // raw_events' configuration
 	var missing []string
 	var unsupported error // the first table refused for its protocol
-	rows := 0 // files of raw_events and quarantine: has the lake read a line?
+	rows := 0             // files of raw_events and quarantine: has the lake read a line?
 	for _, name := range tableNames {
 		dt := delta.Open(st, name, opts)
 		logs[name] = dt
