@@ -38,13 +38,7 @@ func (p Position) Frontier() (t int64, held bool) {
 		if !f.Hold {
 			continue
 		}
-		v := tidemark.MinTime
-		switch {
-		case f.HasMax:
-			v = f.Max
-		case f.HasNext:
-			v = f.Next // not read yet: it will start there
-		}
+		v, _ := f.Standing()
 		if !held || v < t {
 			t, held = v, true
 		}
@@ -52,9 +46,24 @@ func (p Position) Frontier() (t int64, held bool) {
 	return t, held
 }
 
+// Standing returns the event time a file stands at in aligned reading and
+// holds the frontier at: its Max once it has a valid event read, else the
+// event time it will start at (Next, if peeked). ok is false when neither
+// is known: t is then tidemark.MinTime (it holds the frontier at the
+// bottom, and is read before the others).
+func (p *FilePosition) Standing() (t int64, ok bool) {
+	switch {
+	case p.HasMax:
+		return p.Max, true
+	case p.HasNext:
+		return p.Next, true
+	}
+	return tidemark.MinTime, false
+}
+
 // Holder returns the file that holds the source's watermark at the
-// Frontier: of the files that hold it, the one with the smallest Max (one
-// without a valid event yet first), ties to the one whose last line is
+// Frontier: of the files that hold it, the one with the smallest Standing
+// (one without a known event time first), ties to the one whose last line is
 // oldest. ok is false when no file holds it. It is what a stalled
 // watermark's diagnosis names (how long the file has been silent is the
 // Position's time minus LastLine); it changes nothing.
@@ -79,11 +88,13 @@ func (p Position) Holder() (f FilePosition, ok bool) {
 
 // holdsLower: a holds the frontier lower than b (see Holder).
 func holdsLower(a, b *FilePosition) bool {
+	at, aok := a.Standing()
+	bt, bok := b.Standing()
 	switch {
-	case a.HasMax != b.HasMax:
-		return !a.HasMax
-	case a.HasMax && a.Max != b.Max:
-		return a.Max < b.Max
+	case aok != bok:
+		return !aok
+	case aok && at != bt:
+		return at < bt
 	}
 	return a.LastLine < b.LastLine
 }
@@ -128,13 +139,8 @@ type alignKey struct {
 }
 
 func keyOf(p *FilePosition, i int) alignKey {
-	switch {
-	case p.HasMax:
-		return alignKey{p.Max, i}
-	case p.HasNext:
-		return alignKey{p.Next, i}
-	}
-	return alignKey{tidemark.MinTime, i}
+	t, _ := p.Standing()
+	return alignKey{t, i}
 }
 
 func (a alignKey) less(b alignKey) bool { return a.t < b.t || a.t == b.t && a.i < b.i }

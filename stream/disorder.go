@@ -14,8 +14,8 @@ import (
 // its source's watermark follows when it is read: the lateness budget it
 // needs not to be late. With one file per source that is the source's max
 // event time so far (the engine sets it so). With several files, aligned
-// reading (ingest/align.go) reads ahead of the watermark: batch 0 takes a
-// line from every file, and a file is read while it lags the others, so
+// reading (ingest/align.go) reads ahead of the watermark: a file is read
+// while it lags the others, so
 // the max event time seen counts events of files far ahead of the one
 // being read, which the watermark does not follow (its frontier is the
 // lagging file's). 8 files each holding a stretch of time gave a median
@@ -24,8 +24,9 @@ import (
 // So for a source with several files, disorder is measured against the
 // source's level: the highest event time its watermark has followed so
 // far, the smaller of its max event time and its frontier (the smallest
-// max over the files that hold it, as ingest.Position.Frontier), never
-// going down. Within a batch the frontier is followed record by record: a
+// standing over the files that hold it, as ingest.Position.Frontier: a
+// file's max, or the first event time peeked of a file not read yet),
+// never going down. Within a batch the frontier is followed record by record: a
 // file held at the batch's start (its logged start position) holds until
 // its last record of the batch and then as its end position says; a file
 // that did not hold joins at its first record. The batch starts from the
@@ -144,8 +145,12 @@ type fileLevel struct {
 
 func newSourceLevel(start, end ingest.Position) *sourceLevel {
 	lv := &sourceLevel{files: make(map[string]*fileLevel, len(start.Files))}
+	peeked := map[string]int64{} // files peeked in this batch: the event time they start at
 	for _, f := range end.Files {
 		lv.files[f.Path] = &fileLevel{endHold: f.Hold, last: -1, heapIdx: -1}
+		if f.HasNext {
+			peeked[f.Path] = f.Next
+		}
 	}
 	for _, f := range start.Files {
 		fl := lv.files[f.Path]
@@ -153,7 +158,13 @@ func newSourceLevel(start, end ingest.Position) *sourceLevel {
 			fl = &fileLevel{last: -1, heapIdx: -1} // gone by the end: holds no more after its records
 			lv.files[f.Path] = fl
 		}
-		fl.max, fl.hasMax = f.Max, f.HasMax
+		fl.max, fl.hasMax = f.Standing()
+		if next, ok := peeked[f.Path]; ok && !fl.hasMax {
+			// Not peeked yet at the start: the batch's Read peeks it
+			// before it takes any record, so it holds at its first event
+			// time from the start, as Frontier has it at the end.
+			fl.max, fl.hasMax = next, true
+		}
 		if f.Hold {
 			lv.join(fl)
 		}

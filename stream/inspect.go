@@ -310,8 +310,8 @@ func (s checkpointSnapshot) status(where string) (Status, error) {
 		}
 		if f, ok := pos.Holder(); ok {
 			ss.HeldBy = &HeldFile{Path: f.Path}
-			if f.HasMax {
-				ss.HeldBy.EventTime = timePtr(f.Max)
+			if t, ok := f.Standing(); ok {
+				ss.HeldBy.EventTime = timePtr(t)
 			}
 			if f.LastLine > 0 {
 				ss.HeldBy.LastLine = timePtr(f.LastLine)

@@ -149,8 +149,8 @@ func (s *stallWatch) diagnose(now int64, end map[string]json.RawMessage, marks [
 	if raw, ok := end[src.Name]; ok && json.Unmarshal(raw, &pos) == nil {
 		if f, ok := pos.Holder(); ok {
 			st.File = f.Path
-			if f.HasMax {
-				st.HeldAt = tidemark.FormatTime(f.Max)
+			if t, ok := f.Standing(); ok {
+				st.HeldAt = tidemark.FormatTime(t)
 			}
 			silent = -1
 			if f.LastLine > 0 {
