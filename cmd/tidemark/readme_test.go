@@ -23,13 +23,6 @@ var checkedDocs = []string{
 	"docs/lake-format.md",
 	"docs/performance.md",
 	"docs/development.md",
-}
-
-// writtenElsewhere are docs/ pages the README links to that are written
-// with their features on other branches: until they are merged, a link to
-// one of them is logged instead of failing. Once a page exists its links
-// are checked like any other.
-var writtenElsewhere = []string{
 	"docs/file-identity.md",
 	"docs/files-operations.md",
 	"docs/monitoring.md",
@@ -109,10 +102,6 @@ func TestDocLinksResolve(t *testing.T) {
 			}
 			want, _ := filepath.Rel(root, path)
 			if _, err := os.Stat(path); err != nil {
-				if slices.Contains(writtenElsewhere, filepath.ToSlash(want)) {
-					t.Logf("%s links to %s, written on another branch", rel, want)
-					continue
-				}
 				t.Errorf("%s: link %s: %s does not exist", rel, target, want)
 				continue
 			}
