@@ -169,3 +169,35 @@ func statusSourceName(t *testing.T, p progress, idle bool) string {
 	}
 	return out[0]
 }
+
+// TestStatusPageUnreadable: a progress line whose sources skip unreadable
+// paths shows their count and each path named in the line (and how many
+// more a source skips than it names); without any the box is hidden.
+func TestStatusPageUnreadable(t *testing.T) {
+	lines := statusLines(3, func(int) int64 { return 0 })
+	lines[2].Unreadable = map[string]unreadableProgress{
+		"web":    {Count: 2, Paths: []string{"/var/log/app/secret.log", "/var/log/app/private/"}},
+		"mobile": {Count: 25, Paths: []string{"/var/log/m/a.log"}},
+	}
+	dom := pageOf(t, chartInfo, lines)
+	m := regexp.MustCompile(`(?s)<div id="unreadable" class="alert" data-count="(\d+)">(.*?)</ul></div>`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no unreadable paths box in the page:\n%s", dom)
+	}
+	if m[1] != "27" {
+		t.Errorf("data-count = %s, want 27", m[1])
+	}
+	for _, want := range []string{"27 unreadable paths skipped",
+		"<li class=\"unreadable-path\" data-source=\"web\">/var/log/app/secret.log (source web)</li>",
+		"<li class=\"unreadable-path\" data-source=\"web\">/var/log/app/private/ (source web)</li>",
+		"<li class=\"unreadable-path\" data-source=\"mobile\">/var/log/m/a.log (source mobile)</li>",
+		"and 24 more of source mobile"} {
+		if !strings.Contains(m[2], want) {
+			t.Errorf("the unreadable box %q lacks %q", m[2], want)
+		}
+	}
+	dom = pageOf(t, chartInfo, lines[:2])
+	if !regexp.MustCompile(`<div id="unreadable" class="alert" hidden="" data-count="0"></div>`).MatchString(dom) {
+		t.Errorf("no unreadable paths, yet the box shows or is missing:\n%s", dom)
+	}
+}
