@@ -327,6 +327,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // The records' disorder is measured as the watermark sees it (disorder.go)
 // from the batch's logged positions, so a replay measures the same.
 func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (BatchResult, error) {
+	if r.lake != nil {
+		// A new stream's first batch has no lake yet: its key types
+		// were inferred from it, so every key fits.
+		checkKeys(r.lake.Config(), recs)
+	}
 	end, err := r.disorder.decode(entry.End, "end")
 	if err != nil {
 		return BatchResult{}, err
