@@ -55,7 +55,10 @@ func (r *runner) checkFirstBatch(ctx context.Context, b readBatch) error {
 	r.lakeStore = nil
 	r.keyTypes = inferKeyTypes(len(r.cfg.Decoder.Keys), b.recs)
 	r.openLake(ctx, st)
-	return nil
+	// Waited for here, not after the engine: a new stream on an existing
+	// lake takes the lake's key types, and its first batch's keys are
+	// checked against them (checkKeys) before the engine sees them.
+	return r.awaitLake(ctx)
 }
 
 // inferKeyTypes fixes a new lake's key column types from its first batch's

@@ -327,9 +327,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // The records' disorder is measured as the watermark sees it (disorder.go)
 // from the batch's logged positions, so a replay measures the same.
 func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (BatchResult, error) {
-	if r.lake != nil {
-		// A new stream's first batch has no lake yet: its key types
-		// were inferred from it, so every key fits.
+	if r.lake != nil { // it is, except on a runner that has no lake
 		checkKeys(r.lake.Config(), recs)
 	}
 	end, err := r.disorder.decode(entry.End, "end")

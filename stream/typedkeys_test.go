@@ -73,6 +73,23 @@ func TestTypedKeysFromFirstBatch(t *testing.T) {
 	if sum.Quarantined[tidemark.ReasonBadKey] != 2 || sum.Lines != 3 {
 		t.Errorf("second run: lines %d, bad_key %d (%v), want 3 lines, 2 bad_key", sum.Lines, sum.Quarantined[tidemark.ReasonBadKey], sum.Quarantined)
 	}
+	// A new stream (another name, so another checkpoint) on this lake
+	// takes its types: its first batch's string status is bad_key too.
+	other := t.TempDir()
+	appendLine(t, filepath.Join(other, "b.ndjson"), fmt.Sprintf(`{"event_time":%q,"status":"fine","ok":true,"value":1}`, base.Format(time.RFC3339)))
+	appendLine(t, filepath.Join(other, "b.ndjson"), fmt.Sprintf(`{"event_time":%q,"status":201,"ok":false,"value":1}`, base.Format(time.RFC3339)))
+	sum, err = Run(context.Background(), RunnerConfig{
+		Sources: []string{other}, Lake: lakeDir, Name: "other",
+		Decoder: ingest.DecoderConfig{Keys: []string{"status", "ok"}, ValueField: "value", MaxFuture: -1},
+		Engine:  Config{Window: spec, Lateness: time.Minute},
+		Once:    true, Drain: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Quarantined[tidemark.ReasonBadKey] != 1 || sum.OK+sum.Late != 1 {
+		t.Errorf("a new stream on the typed lake: ok %d late %d quarantined %v, want 1 valid and 1 bad_key", sum.OK, sum.Late, sum.Quarantined)
+	}
 	var reasons []string
 	if err := lk.ScanQuarantine(context.Background(), func(q lake.QuarantineRow) error {
 		reasons = append(reasons, q.Reason+": "+q.Error)
@@ -80,7 +97,7 @@ func TestTypedKeysFromFirstBatch(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(reasons) != 2 || !strings.Contains(reasons[0], "BIGINT") {
-		t.Errorf("quarantine rows %q, want 2 bad_key naming BIGINT", reasons)
+	if len(reasons) != 3 || !strings.Contains(reasons[0], "BIGINT") {
+		t.Errorf("quarantine rows %q, want 3 bad_key naming BIGINT", reasons)
 	}
 }
