@@ -15,12 +15,15 @@ const (
 	ReasonBadUTF8     Reason = "bad_utf8"
 	ReasonTooOld      Reason = "too_old" // event time before the --min-event-time floor
 	ReasonBlank       Reason = "blank"   // an empty or whitespace-only line
+	// ReasonBadKey: a key's value does not fit the lake's key column type
+	// (a string or fraction where the lake holds BIGINT, ...).
+	ReasonBadKey Reason = "bad_key"
 )
 
 // Reasons lists every quarantine reason in a fixed order, for reports.
 var Reasons = []Reason{
 	ReasonMalformed, ReasonMissingTime, ReasonBadTime, ReasonBadValue,
-	ReasonFutureTime, ReasonLineTooLong, ReasonBadUTF8, ReasonTooOld, ReasonBlank,
+	ReasonFutureTime, ReasonLineTooLong, ReasonBadUTF8, ReasonTooOld, ReasonBlank, ReasonBadKey,
 }
 
 // Status is the fate of a valid event in the stream.
@@ -58,8 +61,10 @@ type Record struct {
 
 	EventTime int64
 	Key       Key
-	Value     float64
-	HasValue  bool // false when the value field is absent or null
+	// KeyKinds holds each key part's KeyKind, 2 bits per part (KeyKindOf).
+	KeyKinds uint64
+	Value    float64
+	HasValue bool // false when the value field is absent or null
 
 	Reason Reason
 	Err    string
@@ -71,3 +76,37 @@ type Record struct {
 
 // Valid reports whether the record is an event rather than a quarantine row.
 func (r *Record) Valid() bool { return r.Reason == ReasonNone }
+
+// KeyKind is the JSON kind of one key part's value: what a lake's typed key
+// column (BIGINT, DOUBLE, BOOLEAN) may hold. CSV keys are always KeyText.
+type KeyKind uint8
+
+// Key part kinds. A number's text in Record.Key is canonical: an integral
+// number that fits int64 in decimal (500.0 is "500"), any other number as
+// strconv.FormatFloat(v, 'g', -1, 64).
+const (
+	KeyText  KeyKind = iota // a string, object, array, or null
+	KeyInt                  // an integral JSON number that fits int64
+	KeyFloat                // any other JSON number
+	KeyBool                 // true or false
+)
+
+// maxKindParts is how many key parts Record.KeyKinds holds (2 bits each);
+// parts past it read as KeyText.
+const maxKindParts = 32
+
+// KeyKindOf returns key part i's kind.
+func (r *Record) KeyKindOf(i int) KeyKind {
+	if i >= maxKindParts {
+		return KeyText
+	}
+	return KeyKind(r.KeyKinds >> (2 * i) & 3)
+}
+
+// SetKeyKind records key part i's kind.
+func (r *Record) SetKeyKind(i int, k KeyKind) {
+	if i >= maxKindParts {
+		return
+	}
+	r.KeyKinds = r.KeyKinds&^(3<<(2*i)) | uint64(k)<<(2*i)
+}

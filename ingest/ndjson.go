@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"unicode/utf16"
@@ -286,7 +287,8 @@ func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 	}
 	if len(d.keyIdx) > 0 {
 		d.keyBuf = d.keyBuf[:0]
-		for _, i := range d.keyIdx {
+		r.KeyKinds = 0
+		for p, i := range d.keyIdx {
 			ks := d.spans[i]
 			switch ks.kind {
 			case kindNone, kindNull:
@@ -294,6 +296,14 @@ func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 			case kindObject, kindArray:
 				d.scratch = appendCompact(d.scratch[:0], line[ks.start:ks.end])
 				d.keyBuf = appendKeyBytes(d.keyBuf, d.scratch)
+			case kindNumber:
+				var kk tidemark.KeyKind
+				d.scratch, kk = canonNumber(d.scratch[:0], line[ks.start:ks.end])
+				d.keyBuf = appendKeyBytes(d.keyBuf, d.scratch)
+				r.SetKeyKind(p, kk)
+			case kindTrue, kindFalse:
+				d.keyBuf = appendKeyBytes(d.keyBuf, d.text(line, ks))
+				r.SetKeyKind(p, tidemark.KeyBool)
 			default:
 				d.keyBuf = appendKeyBytes(d.keyBuf, d.text(line, ks))
 			}
@@ -301,6 +311,33 @@ func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 		r.Key = d.key()
 	}
 	d.checkTime(r)
+}
+
+// canonNumber appends a JSON number key's canonical text to dst and
+// returns its kind: an integral value that fits int64 in decimal (500.0
+// and 5e2 are "500"), anything else as strconv.FormatFloat(v, 'g', -1,
+// 64). A plain integer literal is copied as it is (no float rounding).
+func canonNumber(dst, lit []byte) ([]byte, tidemark.KeyKind) {
+	plain := len(lit) > 0
+	for i, c := range lit {
+		if (c < '0' || c > '9') && !(i == 0 && c == '-') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		if n, err := strconv.ParseInt(string(lit), 10, 64); err == nil {
+			return strconv.AppendInt(dst, n, 10), tidemark.KeyInt
+		}
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil { // out of float64's range: the literal, as text
+		return append(dst, lit...), tidemark.KeyText
+	}
+	if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+		return strconv.AppendInt(dst, int64(f), 10), tidemark.KeyInt
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64), tidemark.KeyFloat
 }
 
 // appendKeyBytes is tidemark.AppendKeyPart for a byte slice. It is a copy

@@ -456,15 +456,24 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 		var size int
 		key := func(k int, v string, null bool) {
 			b := cols[keyCol[k]]
+			if !null {
+				if kd := t.cols[keyCol[k]].kind; kd != kindString {
+					// A typed key column (CheckKey let only fitting
+					// text through; anything else is null).
+					null = !b.appendKeyText(kd, v)
+				}
+			}
 			if null {
-				b.bytes = append(b.bytes, nil)
+				b.appendZero(t.cols[keyCol[k]].kind)
 				b.null = append(b.null, true)
 			} else {
-				b.bytes = append(b.bytes, strBytes(v))
+				if t.cols[keyCol[k]].kind == kindString {
+					b.bytes = append(b.bytes, strBytes(v))
+					size += len(v)
+				}
 				if b.opt {
 					b.null = append(b.null, false)
 				}
-				size += len(v)
 			}
 			b.n++
 		}

@@ -318,7 +318,7 @@ func (w *fileWriter) key(cols []int, k tidemark.Key) {
 		if null {
 			w.null(cols[i])
 		} else {
-			w.str(cols[i], v)
+			w.setKeyText(cols[i], v)
 		}
 	})
 }

@@ -54,6 +54,9 @@ const (
 	confColumns = "tidemark.columns"
 	// confInput is how the stream reads the lake's lines (JSON Input).
 	confInput = "tidemark.input"
+	// confKeyTypes is a JSON array of the key columns' types (KeyType);
+	// absent when every key is text (and on lakes made before typed keys).
+	confKeyTypes = "tidemark.keyTypes"
 )
 
 // Input is how a stream reads its lines into the lake: the input format
@@ -79,7 +82,11 @@ func (i Input) describe() string {
 // Config says what a lake holds. The zero Keys, ValueField and Window on an
 // existing lake mean "adopt what the lake remembers".
 type Config struct {
-	Keys       []string
+	Keys []string
+	// KeyTypes are the key columns' types, in key order; nil or a
+	// missing one is KeyString. Used only when Open makes the lake: an
+	// existing lake keeps the types it remembers.
+	KeyTypes   []KeyType
 	ValueField string
 	Window     tidemark.WindowSpec
 	// SessionGap, µs, when not 0, makes the lake hold session windows
@@ -171,6 +178,14 @@ func (c Config) configuration() map[string]string {
 	if c.SessionGap > 0 {
 		m[confSessionGap] = strconv.FormatInt(c.SessionGap, 10)
 	}
+	if c.typed() {
+		types := make([]KeyType, len(c.Keys))
+		for i := range types {
+			types[i] = c.KeyType(i)
+		}
+		b, _ := json.Marshal(types) // cannot fail: strings
+		m[confKeyTypes] = string(b)
+	}
 	if len(c.ns) > 0 {
 		b, _ := json.Marshal(c.ns) // cannot fail: strings
 		m[confColumns] = string(b)
@@ -221,6 +236,16 @@ func configFrom(m map[string]string) (Config, error) {
 	if v, ok := m[confColumns]; ok {
 		if err := json.Unmarshal([]byte(v), &c.ns); err != nil {
 			return c, fmt.Errorf("table configuration %s=%q: %w", confColumns, v, err)
+		}
+	}
+	if v, ok := m[confKeyTypes]; ok {
+		if err := json.Unmarshal([]byte(v), &c.KeyTypes); err != nil {
+			return c, fmt.Errorf("table configuration %s=%q: %w", confKeyTypes, v, err)
+		}
+		for _, t := range c.KeyTypes {
+			if !t.valid() {
+				return c, fmt.Errorf("table configuration %s=%q: unknown key type %q", confKeyTypes, v, t)
+			}
 		}
 	}
 	if g, ok := m[confSessionGap]; ok {
@@ -351,7 +376,8 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	names := cfg.KeyNames()
 	cfg.ns = newNamespace(names)
 	if remembered != nil {
-		cfg.ns = remembered.ns
+		// A lake keeps the key types it was made with (none: all text).
+		cfg.ns, cfg.KeyTypes = remembered.ns, remembered.KeyTypes
 	}
 	if err := validate(cfg, adopted); err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", st, err)
@@ -379,12 +405,12 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	cfg.PayloadCodec = codec
 	l.cfg = cfg
 	defs := map[string]*table{
-		TableRawEvents:     rawEventsTable(names, cfg.ValueField != "").in(cfg.ns).withPayload(cfg.PayloadCodec),
+		TableRawEvents:     rawEventsTable(names, cfg.KeyTypes, cfg.ValueField != "").in(cfg.ns).withPayload(cfg.PayloadCodec),
 		TableQuarantine:    quarantineTable().in(cfg.ns).withPayload(cfg.PayloadCodec),
-		TableWindowResults: windowResultsTable(names).in(cfg.ns),
-		TableReconcileLog:  reconcileLogTable(names, cfg.SessionGap > 0).in(cfg.ns),
+		TableWindowResults: windowResultsTable(names, cfg.KeyTypes).in(cfg.ns),
+		TableReconcileLog:  reconcileLogTable(names, cfg.KeyTypes, cfg.SessionGap > 0).in(cfg.ns),
 		// window_partials: see shard.go.
-		TableWindowPartials: windowPartialsTable(names).in(cfg.ns),
+		TableWindowPartials: windowPartialsTable(names, cfg.KeyTypes).in(cfg.ns),
 	}
 	for _, name := range tableNames {
 		l.tables[name] = &handle{def: defs[name], dt: logs[name]}

@@ -32,7 +32,7 @@ import (
 // outgrows dictWordMax mid-chunk.
 
 // pqTable is raw_events with three keys.
-func pqTable() *table { return rawEventsTable([]string{"page", "user", "late_key"}, true) }
+func pqTable() *table { return rawEventsTable([]string{"page", "user", "late_key"}, nil, true) }
 
 // pqRows returns rows of pqTable, one value per column (nil for null), in
 // the table's column order.

@@ -599,8 +599,7 @@ func (s *rawScanner) fillKeys() {
 	for _, r := range s.sel {
 		s.kb = s.kb[:0]
 		for _, k := range s.keyCol {
-			c := &s.data[k]
-			s.kb = appendKeyPartBytes(s.kb, c.bytes[r], c.isNull(r))
+			s.kb = appendKeyCol(s.kb, &s.data[k], s.cols[k].kind, int(r))
 		}
 		b.Key = append(b.Key, s.internKey())
 	}

@@ -216,10 +216,15 @@ const (
 // tableNames lists the lake's tables in a fixed order.
 var tableNames = []string{TableRawEvents, TableQuarantine, TableWindowResults, TableReconcileLog, TableWindowPartials}
 
-func keyColumns(keys []string) []column {
+// keyColumns are the key columns, of the types given (text past types).
+func keyColumns(keys []string, types []KeyType) []column {
 	out := make([]column, len(keys))
 	for i, k := range keys {
-		out[i] = column{name: k, kind: kindString, optional: true, key: true}
+		kd := kindString
+		if i < len(types) {
+			kd = types[i].kind()
+		}
+		out[i] = column{name: k, kind: kd, optional: true, key: true}
 	}
 	return out
 }
@@ -233,7 +238,7 @@ func cat(parts ...[]column) []column {
 }
 
 // rawEventsTable: SPEC §4.1. value exists only with a value field.
-func rawEventsTable(keys []string, hasValue bool) *table {
+func rawEventsTable(keys []string, types []KeyType, hasValue bool) *table {
 	var value []column
 	if hasValue {
 		value = []column{{name: "value", kind: kindDouble, optional: true}}
@@ -244,7 +249,7 @@ func rawEventsTable(keys []string, hasValue bool) *table {
 			{name: "arrival_time", kind: kindTimestamp},
 			{name: "ingest_time", kind: kindTimestamp},
 		},
-		keyColumns(keys),
+		keyColumns(keys, types),
 		value,
 		[]column{
 			{name: "status", kind: kindString},
@@ -277,13 +282,13 @@ func quarantineTable() *table {
 	)
 }
 
-func windowResultsTable(keys []string) *table {
+func windowResultsTable(keys []string, types []KeyType) *table {
 	return newTable(TableWindowResults, []string{"window_date"}, cat(
 		[]column{
 			{name: "window_start", kind: kindTimestamp},
 			{name: "window_end", kind: kindTimestamp},
 		},
-		keyColumns(keys),
+		keyColumns(keys, types),
 		[]column{
 			{name: "count", kind: kindLong},
 			{name: "sum", kind: kindDouble, optional: true},
@@ -301,8 +306,8 @@ func windowResultsTable(keys []string) *table {
 // windowPartialsTable is window_results' schema partitioned by shard (the
 // stream id) first: each stream rewrites only its own partitions, so the
 // streams' partial upserts never conflict with one another.
-func windowPartialsTable(keys []string) *table {
-	t := windowResultsTable(keys)
+func windowPartialsTable(keys []string, types []KeyType) *table {
+	t := windowResultsTable(keys, types)
 	return newTable(TableWindowPartials, []string{colShard, "window_date"}, t.cols...)
 }
 
@@ -313,7 +318,7 @@ const colShard = "tidemark_shard"
 // A session lake's has replaced_start and replaced_end too: the stored
 // session a correction replaced (null when none was stored), so that a
 // late row that merged n emitted sessions shows as n rows naming them.
-func reconcileLogTable(keys []string, sessions bool) *table {
+func reconcileLogTable(keys []string, types []KeyType, sessions bool) *table {
 	var replaced []column
 	if sessions {
 		replaced = []column{
@@ -327,7 +332,7 @@ func reconcileLogTable(keys []string, sessions bool) *table {
 			{name: "window_start", kind: kindTimestamp},
 			{name: "window_end", kind: kindTimestamp},
 		},
-		keyColumns(keys),
+		keyColumns(keys, types),
 		[]column{
 			{name: "old_count", kind: kindLong, optional: true},
 			{name: "new_count", kind: kindLong},
@@ -352,7 +357,7 @@ const badNameChars = " ,;{}()\n\t="
 // tables, partition columns included, to its name.
 var ownColumns = func() map[string]string {
 	own := map[string]string{}
-	for _, t := range []*table{rawEventsTable(nil, true), quarantineTable(), windowResultsTable(nil), reconcileLogTable(nil, true), windowPartialsTable(nil)} {
+	for _, t := range []*table{rawEventsTable(nil, nil, true), quarantineTable(), windowResultsTable(nil, nil), reconcileLogTable(nil, nil, true), windowPartialsTable(nil, nil)} {
 		for _, c := range t.cols {
 			own[strings.ToLower(c.name)] = c.name
 		}

@@ -125,7 +125,7 @@ func (l *Lake) ReconcileLog(ctx context.Context) ([]ReconcileRow, error) {
 			for j := range n {
 				kb = kb[:0]
 				for _, c := range keyCol {
-					kb = tidemark.AppendKeyPart(kb, string(data[c].bytes[j]), data[c].isNull(j))
+					kb = appendKeyCol(kb, &data[c], t.cols[c].kind, j)
 				}
 				r := ReconcileRow{
 					RunID:       string(col("run_id").bytes[j]),

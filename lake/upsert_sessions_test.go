@@ -26,7 +26,7 @@ func oldSessionLake(t *testing.T) (*Lake, store.Store) {
 	cfg := Config{Keys: []string{"user"}, ValueField: "v", SessionGap: (5 * time.Minute).Microseconds(), Clock: clock.Now}
 	old := &Lake{st: st, cfg: cfg, clock: clock.Now, tables: map[string]*handle{}}
 	old.cfg.Window = tidemark.WindowSpec{Size: cfg.SessionGap, Slide: cfg.SessionGap}
-	h := &handle{def: reconcileLogTable(cfg.Keys, false), dt: delta.Open(st, TableReconcileLog, delta.Options{Clock: clock.Now})}
+	h := &handle{def: reconcileLogTable(cfg.Keys, nil, false), dt: delta.Open(st, TableReconcileLog, delta.Options{Clock: clock.Now})}
 	if err := old.create(ctx, h); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestUpsertSessions(t *testing.T) {
 	for _, f := range schema.Fields {
 		names = append(names, f.Name+":"+f.Type.Name)
 	}
-	wantNames := append(colNamesTyped(reconcileLogTable([]string{"user"}, false)), "replaced_start:timestamp", "replaced_end:timestamp")
+	wantNames := append(colNamesTyped(reconcileLogTable([]string{"user"}, nil, false)), "replaced_start:timestamp", "replaced_end:timestamp")
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("reconcile_log schema %v, want %v", names, wantNames)
 	}
@@ -136,7 +136,7 @@ func colNamesTyped(t *table) []string {
 // replaced columns; a window lake's schema is as before.
 func TestReconcileLogColumns(t *testing.T) {
 	for _, sessions := range []bool{false, true} {
-		_, has := reconcileLogTable(nil, sessions).index[ColReplacedStart]
+		_, has := reconcileLogTable(nil, nil, sessions).index[ColReplacedStart]
 		if has != sessions {
 			t.Errorf("sessions=%v: replaced_start present %v", sessions, has)
 		}

@@ -284,7 +284,7 @@ func (l *Lake) readWindowRows(ctx context.Context, h *handle, a *delta.Add) ([]W
 		for i := range n {
 			kb = kb[:0]
 			for _, c := range keyCol {
-				kb = tidemark.AppendKeyPart(kb, string(data[c].bytes[i]), data[c].isNull(i))
+				kb = appendKeyCol(kb, &data[c], t.cols[c].kind, i)
 			}
 			r := WindowRow{
 				Result: tidemark.Result{

@@ -10,6 +10,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/lake"
 	"tidemark/lake/store"
 )
 
@@ -52,8 +53,60 @@ func (r *runner) checkFirstBatch(ctx context.Context, b readBatch) error {
 		return &FirstBatchError{Mistake: m}
 	}
 	r.lakeStore = nil
+	r.keyTypes = inferKeyTypes(len(r.cfg.Decoder.Keys), b.recs)
 	r.openLake(ctx, st)
-	return nil
+	// Waited for here, not after the engine: a new stream on an existing
+	// lake takes the lake's key types, and its first batch's keys are
+	// checked against them (checkKeys) before the engine sees them.
+	return r.awaitLake(ctx)
+}
+
+// inferKeyTypes fixes a new lake's key column types from its first batch's
+// valid records (lake.InferKeyType): a key all of whose non-null values
+// are integral JSON numbers is BIGINT, numbers with a fraction DOUBLE,
+// booleans BOOLEAN, anything else (or no value at all) text. So every
+// record of the first batch fits; later ones that do not are bad_key.
+func inferKeyTypes(nkeys int, recs []tidemark.Record) []lake.KeyType {
+	if nkeys == 0 {
+		return nil
+	}
+	kinds := make([][]tidemark.KeyKind, nkeys)
+	seen := make([][4]bool, nkeys)
+	for j := range recs {
+		r := &recs[j]
+		if !r.Valid() {
+			continue
+		}
+		for i, p := range r.Key.Parts() {
+			if i >= nkeys || p.Null {
+				continue
+			}
+			if k := r.KeyKindOf(i); !seen[i][k] {
+				seen[i][k] = true
+				kinds[i] = append(kinds[i], k)
+			}
+		}
+	}
+	types := make([]lake.KeyType, nkeys)
+	for i := range types {
+		types[i] = lake.InferKeyType(kinds[i])
+	}
+	return types
+}
+
+// checkKeys quarantines, as bad_key, the valid records whose key does not
+// fit the lake's key column types (a string where the lake holds BIGINT,
+// ...), before the engine or the lake sees them.
+func checkKeys(cfg lake.Config, recs []tidemark.Record) {
+	for i := range recs {
+		r := &recs[i]
+		if !r.Valid() {
+			continue
+		}
+		if msg := cfg.CheckKey(r); msg != "" {
+			r.Reason, r.Err = tidemark.ReasonBadKey, msg
+		}
+	}
 }
 
 // openDeferredLake opens the lake of a new stream that read no batch (an

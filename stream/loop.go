@@ -327,6 +327,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // The records' disorder is measured as the watermark sees it (disorder.go)
 // from the batch's logged positions, so a replay measures the same.
 func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (BatchResult, error) {
+	if r.lake != nil { // it is, except on a runner that has no lake
+		checkKeys(r.lake.Config(), recs)
+	}
 	end, err := r.disorder.decode(entry.End, "end")
 	if err != nil {
 		return BatchResult{}, err

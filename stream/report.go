@@ -11,6 +11,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/lake"
 )
 
 // Progress is what RunnerConfig.OnProgress learns after each committed
@@ -357,7 +358,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 // are this stream's partial, window_results holds the merge.
 func (r *runner) print(batchID int64, results []tidemark.Result) error {
 	cfg := r.lake.Config()
-	return printResults(r.cfg.Print, cfg.KeyNames(), cfg.Column, r.cfg.Decoder.ValueField != "", r.shardsOf(batchID) != nil, results)
+	return printResults(r.cfg.Print, cfg.KeyNames(), cfg.KeyType, cfg.Column, r.cfg.Decoder.ValueField != "", r.shardsOf(batchID) != nil, results)
 }
 
 // printResults writes emitted windows as JSON lines (SPEC §3):
@@ -366,7 +367,7 @@ func (r *runner) print(batchID int64, results []tidemark.Result) error {
 // "shard_partial":true. The properties other than the keys are named as
 // window_results' columns are (col: a key named count moves the count to
 // _tm_count), so a line never names one property twice.
-func printResults(w io.Writer, keys []string, col func(string) string, withValue, partial bool, results []tidemark.Result) error {
+func printResults(w io.Writer, keys []string, keyType func(int) lake.KeyType, col func(string) string, withValue, partial bool, results []tidemark.Result) error {
 	bw := bufio.NewWriter(w)
 	buf := make([]byte, 0, 256)
 	name := func(buf []byte, logical string) []byte {
@@ -390,6 +391,8 @@ func printResults(w io.Writer, keys []string, col func(string) string, withValue
 			buf = append(buf, ':')
 			if i >= len(parts) || parts[i].Null {
 				buf = append(buf, "null"...)
+			} else if keyType(i) != lake.KeyString {
+				buf = append(buf, parts[i].Value...) // a number or boolean column: canonical JSON
 			} else {
 				kb, _ := json.Marshal(parts[i].Value)
 				buf = append(buf, kb...)

@@ -256,6 +256,10 @@ type runner struct {
 	track    *tracker // what OnProgress needs across batches
 	stall    *stallWatch
 	disorder disorderMeter // the engine stage's
+	// keyTypes are a new lake's key types, inferred from its first batch
+	// (inferKeyTypes); nil (all text) otherwise. An existing lake keeps
+	// the types it remembers.
+	keyTypes []lake.KeyType
 	// opening is the lake while it is being opened (openLake); nil once
 	// awaitLake took it, or when it never was.
 	opening *lakeOpening
@@ -290,6 +294,7 @@ func (r *runner) openLake(ctx context.Context, st store.Store) {
 	r.opening = o
 	cfg := lake.Config{
 		Keys:       r.cfg.Decoder.Keys,
+		KeyTypes:   r.keyTypes,
 		ValueField: r.cfg.Decoder.ValueField,
 		Window:     r.cfg.Engine.Window,
 		SessionGap: r.cfg.SessionGap.Microseconds(),

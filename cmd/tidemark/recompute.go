@@ -72,7 +72,7 @@ func printExact(c *cli.Context, f *renderer, cfg lake.Config, rows []batch.Row) 
 	}
 	f.header(header)
 	for _, r := range rows {
-		cells := windowCells(lake.WindowRow{Result: r.Result}, len(keys))[:2+len(keys)+4]
+		cells := windowCells(lake.WindowRow{Result: r.Result}, cfg)[:2+len(keys)+4]
 		f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
 	}
 	return f.flush(c.App.Writer)

@@ -42,20 +42,25 @@ func windowsCommand() *cli.Command {
 			}
 			f.header(header)
 			for _, r := range rows {
-				f.row(windowCells(r, len(cfg.Keys)))
+				f.row(windowCells(r, cfg))
 			}
 			return f.flush(c.App.Writer)
 		},
 	}
 }
 
-// windowCells renders one window_results row; nil cells are nulls.
-func windowCells(r lake.WindowRow, nkeys int) []cell {
+// windowCells renders one window_results row; nil cells are nulls. Keys
+// of a number or boolean column (cfg.KeyType) are numbers, unquoted.
+func windowCells(r lake.WindowRow, cfg lake.Config) []cell {
 	cells := []cell{timeCell(r.Window.Start), timeCell(r.Window.End)}
 	parts := r.Key.Parts()
-	for i := range nkeys {
+	for i := range len(cfg.Keys) {
 		if i < len(parts) && !parts[i].Null {
-			cells = append(cells, strCell(parts[i].Value))
+			if cfg.KeyType(i) != lake.KeyString {
+				cells = append(cells, numCell(parts[i].Value))
+			} else {
+				cells = append(cells, strCell(parts[i].Value))
+			}
 		} else {
 			cells = append(cells, nullCell())
 		}

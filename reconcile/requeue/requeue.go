@@ -110,6 +110,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 		rep.Read++
 		full := wholeLine(row, cfg.Decoder)
 		rec, why := decode(dec, cfg.Decoder, row, full)
+		if why == tidemark.ReasonNone && lc.CheckKey(&rec) != "" {
+			why = tidemark.ReasonBadKey // its key still does not fit the lake's key types
+		}
 		if why != tidemark.ReasonNone {
 			rep.Stayed[why]++
 			return nil
