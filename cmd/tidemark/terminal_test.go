@@ -128,7 +128,10 @@ func maskVolatile(s, lakeDir, in string) string {
 // naming that binary. It was re-recorded when the progress line gained
 // "sources" and "checkpoint_bytes" and aligned reading changed which lines
 // of the two input files each batch holds, and again when the engine's
-// state_bytes estimate became 68 B a slot (the chunked slot slab).
+// state_bytes estimate became 68 B a slot (the chunked slot slab), and
+// again when files not read yet were peeked instead of each giving up its
+// first line to batch 0 (batch 0 no longer holds the second file's first
+// line, so its max event time and watermark follow the first file).
 func TestStreamStderrFileUnchanged(t *testing.T) {
 	needBinary(t)
 	bin := binary
