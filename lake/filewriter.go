@@ -298,17 +298,7 @@ func (w *fileWriter) str(c int, s string) { w.bytes(c, strBytes(s)) }
 func strBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 func (w *fileWriter) null(c int) {
-	b := w.cols[c]
-	switch w.t.cols[c].kind {
-	case kindTimestamp, kindLong:
-		b.ints = append(b.ints, 0)
-	case kindDouble:
-		b.floats = append(b.floats, 0)
-	case kindBool:
-		b.bools = append(b.bools, false)
-	default:
-		b.bytes = append(b.bytes, nil)
-	}
+	w.cols[c].appendZero(w.t.cols[c].kind)
 	w.set(c, true)
 }
 
