@@ -41,10 +41,10 @@ func TestOwnNamesAsKeysCLI(t *testing.T) {
 	if !strings.Contains(stderr, "lines read 4 = ok 4 + late 0 + quarantined 0") {
 		t.Errorf("stderr lacks the accounting of 4 ok lines:\n%s", stderr)
 	}
-	if !strings.Contains(stdout, `"path":"/a","status":"500","source":"web","count":"2","_tm_count":1,"sum":30,`) {
+	if !strings.Contains(stdout, `"path":"/a","status":500,"source":"web","count":2,"_tm_count":1,"sum":30,`) {
 		t.Errorf("--print lacks the /a 500 window, or names count twice:\n%s", stdout)
 	}
-	if !strings.Contains(stdout, `"path":"/b","status":"404","source":"api","count":"4"`) {
+	if !strings.Contains(stdout, `"path":"/b","status":404,"source":"api","count":4`) {
 		t.Errorf("--print lacks the /b window with its keys:\n%s", stdout)
 	}
 	out, stderr, code := run(t, "windows", "--lake", lk, "--format", "csv")
