@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"tidemark"
-	"tidemark/ingest"
 	"tidemark/reconcile/requeue"
 )
 
@@ -38,22 +37,12 @@ func requeueCommand() *cli.Command {
 
 // runRequeue is the action of `tidemark requeue`.
 func runRequeue(c *cli.Context) error {
-	if d := c.Duration("max-future"); d <= 0 {
-		return fmt.Errorf("--max-future %s: want a positive duration, e.g. 1h", d)
+	dc, err := decoderConfig(c)
+	if err != nil {
+		return err
 	}
-	if n := c.Int("max-line-bytes"); n < 1 {
-		return fmt.Errorf("--max-line-bytes must be at least 1, got %d", n)
-	}
-	dc := ingest.DecoderConfig{
-		TimeField: c.String("time-field"), TimeUnit: c.String("time-unit"), TimeLayout: c.String("time-layout"),
-		ArrivalField: c.String("arrival-field"), MaxFuture: c.Duration("max-future"), MaxLineBytes: c.Int("max-line-bytes"),
-	}
-	if s := c.String("min-event-time"); s != "" {
-		us, err := parseTime("min-event-time", s)
-		if err != nil {
-			return err
-		}
-		dc.MinEventTime = time.UnixMicro(us).UTC()
+	if dc.MaxLineBytes < 1 {
+		return fmt.Errorf("--max-line-bytes must be at least 1, got %d", dc.MaxLineBytes)
 	}
 	lk, err := openLake(c, c.Bool("dry-run"))
 	if err != nil {

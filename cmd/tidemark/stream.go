@@ -86,9 +86,6 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 			return cfg, fmt.Errorf("--window/--slide: %w", err)
 		}
 	}
-	if d := c.Duration("max-future"); c.IsSet("max-future") && d <= 0 {
-		return cfg, fmt.Errorf("--max-future %s: want a positive duration, e.g. 1h or 5m (how far an event's time may be ahead of when it was read; there is no way to turn the guard off, since one event stamped 2099 would move the watermark to 2099)", d)
-	}
 	lateRule, err := stream.ParseLateRule(c.String("late-rule"))
 	if err != nil {
 		return cfg, fmt.Errorf("--late-rule: %w", err)
@@ -113,14 +110,6 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
-	var floor time.Time
-	if s := c.String("min-event-time"); s != "" {
-		us, err := parseTime("min-event-time", s)
-		if err != nil {
-			return cfg, err
-		}
-		floor = time.UnixMicro(us).UTC()
-	}
 	cfg.Engine = stream.Config{
 		Window:         spec,
 		SourceLateness: perSource,
@@ -130,18 +119,12 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		Policy:         policy,
 		IdleTimeout:    c.Duration("idle-timeout"),
 	}
-	cfg.Decoder = ingest.DecoderConfig{
-		Format:       c.String("format"),
-		TimeField:    c.String("time-field"),
-		TimeUnit:     c.String("time-unit"),
-		TimeLayout:   c.String("time-layout"),
-		Keys:         c.StringSlice("key"),
-		ValueField:   c.String("value"),
-		ArrivalField: c.String("arrival-field"),
-		MaxFuture:    c.Duration("max-future"),
-		MaxLineBytes: c.Int("max-line-bytes"),
-		MinEventTime: floor,
+	if cfg.Decoder, err = decoderConfig(c); err != nil {
+		return cfg, err
 	}
+	cfg.Decoder.Format = c.String("format")
+	cfg.Decoder.Keys = c.StringSlice("key")
+	cfg.Decoder.ValueField = c.String("value")
 	cfg.Lake = c.String("lake")
 	cfg.ChangeInput = c.Bool("change-input")
 	cfg.S3 = store.S3Config{Endpoint: c.String("s3-endpoint")}
@@ -206,4 +189,30 @@ func atLeastOne(name string) func(*cli.Context, int) error {
 		}
 		return nil
 	}
+}
+
+// decoderConfig reads the flags stream and requeue share about how a line
+// becomes an event (time field, unit and layout, arrival field, the
+// max-future, line-length and min-event-time guards), refusing a
+// --max-future that is not positive.
+func decoderConfig(c *cli.Context) (ingest.DecoderConfig, error) {
+	dc := ingest.DecoderConfig{
+		TimeField:    c.String("time-field"),
+		TimeUnit:     c.String("time-unit"),
+		TimeLayout:   c.String("time-layout"),
+		ArrivalField: c.String("arrival-field"),
+		MaxFuture:    c.Duration("max-future"),
+		MaxLineBytes: c.Int("max-line-bytes"),
+	}
+	if dc.MaxFuture <= 0 {
+		return dc, fmt.Errorf("--max-future %s: want a positive duration, e.g. 1h or 5m (how far an event's time may be ahead of when it was read; there is no way to turn the guard off, since one event stamped 2099 would move the watermark to 2099)", dc.MaxFuture)
+	}
+	if s := c.String("min-event-time"); s != "" {
+		us, err := parseTime("min-event-time", s)
+		if err != nil {
+			return dc, err
+		}
+		dc.MinEventTime = time.UnixMicro(us).UTC()
+	}
+	return dc, nil
 }
