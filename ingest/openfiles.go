@@ -135,6 +135,65 @@ func (d *DirSource) peek(st *fileState, idx int, arrival int64) {
 	st.pos, st.chunk = saved, chunk
 }
 
+// peek gives an object that has no valid event read yet the event time of
+// its first valid record at its position (FilePosition.Next), as
+// DirSource.peek does for a file, so a backlog of objects waits in event
+// time order instead of each object giving up a record to be placed: one
+// GET from the position, up to peekRecords records decoded and dropped,
+// the body closed, the position left as it was. It reports false when the
+// GET or the read failed: the failure is handled as for a read (the object
+// is retried after a backoff, or dropped until the next listing if it
+// changed), and the object is left out of this Read and peeked again at
+// the next one.
+func (s *s3Source) peek(o *s3Object, idx int, arrival int64) bool {
+	saved := o.pos
+	saved.Header = append([]byte(nil), saved.Header...)
+	if o.r == nil {
+		s.room(o)
+		if err := s.openObject(o); err != nil {
+			s.getFailed(o, err)
+			return false
+		}
+		if o.r == nil { // nothing left to read: Done
+			o.peeked = true
+			return true
+		}
+	}
+	o.r.size = min(o.r.size, peekBuffer) // its records are dropped: a small buffer, grown for a longer line
+	c := lineRead{source: s.name, cfg: &s.cfg.DecoderConfig, decoders: s.json, arrival: arrival, idx: idx,
+		bound: alignKey{tidemark.MaxTime, int(^uint(0) >> 1)}, scratch: &s.scratch}
+	buf := s.peekBuf[:0]
+	var readErr error
+	for range peekRecords {
+		var stop lineStop
+		var err error
+		buf, _, stop, err = o.read(&c, buf[:0], 1)
+		if len(buf) == 1 && buf[0].Valid() {
+			saved.Next, saved.HasNext = buf[0].EventTime, true
+			break
+		}
+		if stop == stopErr {
+			readErr = err
+		}
+		if err != nil || stop != stopMore || len(buf) == 0 {
+			break
+		}
+	}
+	clear(buf)
+	s.peekBuf = buf[:0]
+	o.close() // drops what was cut; reading starts again at the position
+	if len(saved.Header) == 0 {
+		saved.Header = nil
+	}
+	o.pos = saved
+	if readErr != nil && !saved.HasNext {
+		s.readFailed(o, readErr)
+		return false
+	}
+	o.peeked = true
+	return true
+}
+
 // room closes GET bodies until fewer than maxOpen are open, before o's
 // is opened: the least recently read first (a plain object first: a
 // compressed one is fetched again from its start). An S3 backlog of

@@ -23,6 +23,7 @@ type s3Object struct {
 	closers []io.Closer
 
 	used      uint64    // s3Source.tick when last read (openfiles.go)
+	peeked    bool      // its next event time was looked for (peek)
 	gone      bool      // a GET found it changed (412) or deleted (404)
 	openFails int       // consecutive failed GETs
 	readFails int       // consecutive failed reads of the body without a record

@@ -19,7 +19,9 @@ import (
 // by listing the prefix every SourceConfig.Rescan. Objects are read each
 // front to back and once, event-time aligned (align.go: the object whose
 // event time lags is read first, ties in key order, so a prefix whose keys
-// sort by producer reads like one whose keys sort by time). An object is identified by key+ETag:
+// sort by producer reads like one whose keys sort by time). An object not
+// read yet is peeked (peek: the event time of its first valid record) and
+// waits its turn at that time, as a local file does. An object is identified by key+ETag:
 // a key overwritten with new content (a new ETag) is a new object and is
 // read again from offset 0 — the old version can no longer be fetched, and
 // the new content is what the producer meant, so it is all delivered; the
@@ -56,6 +58,7 @@ type s3Source struct {
 	order   []string             // relative keys, sorted
 	json    []Decoder            // NDJSON: one per decoding worker
 	scratch []cutLine            // lines cut from the object being read (lineRead.scratch)
+	peekBuf []tidemark.Record    // records decoded by peek, dropped
 	queue   alignQueue
 	keys    []alignKey
 	until   map[string]int64 // Limit: by key+"\x00"+ETag; nil = no bound
@@ -367,9 +370,16 @@ func (s *s3Source) Read(ctx context.Context, dst []tidemark.Record, maxRecords i
 		// An object waiting for a retry is left out of this Read; it still
 		// holds the watermark (Position), so those read meanwhile cannot
 		// make its rows late.
-		if o := s.objects[rel]; !o.finished() && !o.gone && !now.Before(o.retryAt) {
-			s.keys = append(s.keys, keyOf(&o.pos, i))
+		o := s.objects[rel]
+		if o.finished() || o.gone || now.Before(o.retryAt) {
+			continue
 		}
+		if !o.pos.HasMax && !o.pos.HasNext && !o.peeked {
+			if !s.peek(o, i, arrival) || o.finished() {
+				continue
+			}
+		}
+		s.keys = append(s.keys, keyOf(&o.pos, i))
 	}
 	s.queue.reset(s.keys)
 	for n < maxRecords {

@@ -134,26 +134,14 @@ func s3Lines(file, tag string, n int) (data []byte, want string) {
 	return buf.Bytes(), w.String()
 }
 
-// s3Aligned merges the wanted lines of s3Lines objects (event times 0 s,
-// 1 s, ...) as aligned reading takes them: line by line, ties in key order.
-func s3Aligned(wants ...string) string {
-	var lines [][]string
-	for _, w := range wants {
-		lines = append(lines, strings.SplitAfter(strings.TrimSuffix(w, "\n"), "\n"))
-	}
+// s3Pick concatenates the wanted lines of s3Lines objects in the order
+// given: picks are "object index, line index" pairs.
+func s3Pick(wants []string, picks ...[2]int) string {
 	var b strings.Builder
-	for i := 0; ; i++ {
-		any := false
-		for _, l := range lines {
-			if i < len(l) {
-				b.WriteString(strings.TrimSuffix(l[i], "\n") + "\n")
-				any = true
-			}
-		}
-		if !any {
-			return b.String()
-		}
+	for _, p := range picks {
+		b.WriteString(strings.SplitAfter(wants[p[0]], "\n")[p[1]])
 	}
+	return b.String()
 }
 
 func s3Gzip(t *testing.T, data []byte) []byte {
@@ -195,7 +183,12 @@ func TestS3KeyOrderEachOnce(t *testing.T) {
 	f.put(t, "input-other/x.ndjson", a) // shares the prefix string, not the directory
 	s := f.open(t, "in", SourceConfig{}, s3Options{}, Position{})
 
-	if got, want := s3Render(s3Drain(t, s, 2)), s3Aligned(wantA, wantB, wantC); got != want {
+	// Event-time aligned: every object is peeked (all start at 10:00:00)
+	// and waits its turn there; the one read goes on while its time ties
+	// the next one's (ties in key order) and stops at the record that
+	// passes it.
+	want := s3Pick([]string{wantA, wantB, wantC}, [2]int{0, 0}, [2]int{0, 1}, [2]int{1, 0}, [2]int{1, 1}, [2]int{2, 0}, [2]int{2, 1}, [2]int{1, 2})
+	if got := s3Render(s3Drain(t, s, 2)); got != want {
 		t.Errorf("first pass: got\n%s\nwant\n%s", got, want)
 	}
 	for range 3 { // repeated polls find nothing new
@@ -204,7 +197,7 @@ func TestS3KeyOrderEachOnce(t *testing.T) {
 			t.Errorf("poll read again: got %v, want nothing", s3Render(got))
 		}
 	}
-	want := fmt.Sprintf("a.ndjson off=%d done=true; b.ndjson off=%d done=true; sub/c.ndjson off=%d done=true; ", len(a), len(b), len(c))
+	want = fmt.Sprintf("a.ndjson off=%d done=true; b.ndjson off=%d done=true; sub/c.ndjson off=%d done=true; ", len(a), len(b), len(c))
 	if got := s3Positions(s.Position()); got != want {
 		t.Errorf("position: got %s, want %s", got, want)
 	}
@@ -523,7 +516,7 @@ func TestS3FinalLineWithoutNewline(t *testing.T) {
 	f.put(t, "b.ndjson.gz", s3Gzip(t, []byte(`{"event_time":3}`)))
 	f.put(t, "c.ndjson", nil)
 	s := f.open(t, "", SourceConfig{}, s3Options{}, Position{})
-	want := "a.ndjson@0 {\"event_time\":1}\nb.ndjson.gz@0 {\"event_time\":3}\na.ndjson@17 {\"event_time\":2}\n" // aligned
+	want := "a.ndjson@0 {\"event_time\":1}\na.ndjson@17 {\"event_time\":2}\nb.ndjson.gz@0 {\"event_time\":3}\n" // aligned: b waits at its peeked time
 	if got := s3Render(s3Drain(t, s, 10)); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -876,5 +869,103 @@ func BenchmarkS3Poll50k(b *testing.B) {
 			}
 			b.ReportMetric(float64(s.listed), "keys/poll")
 		})
+	}
+}
+
+// An S3 backlog of objects each covering its own hour, keyed against time
+// order: every object not read yet is peeked, so the first Read takes the
+// earliest object's records, not one record from every object (which made
+// one small lake file per object's hour in the first commit), the frontier
+// is held by what was read, and the unread objects stand at their first
+// valid event (through gzip, past lines that are not events). The peeked
+// times survive a checkpoint round trip, and the whole backlog reads in
+// the order one object holding the same events would give.
+func TestS3PeekFirstBatch(t *testing.T) {
+	f := newS3Fix(t)
+	base := time.Date(2025, 12, 20, 0, 0, 0, 0, time.UTC)
+	const hours, lines = 12, 20
+	var oneFile []string // every valid event, in event-time order
+	for h := range hours {
+		var b strings.Builder
+		if h%3 == 1 {
+			b.WriteString("not json\n{\"no_time\":1}\n") // peek looks past them
+		}
+		for m := range lines {
+			at := base.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute).Format(time.RFC3339)
+			fmt.Fprintf(&b, `{"event_time":%q}`+"\n", at)
+			oneFile = append(oneFile, at)
+		}
+		key, data := fmt.Sprintf("h%02d.ndjson", hours-1-h), []byte(b.String()) // key order against time order
+		if h%2 == 1 {
+			key, data = key+".gz", s3Gzip(t, data)
+		}
+		f.put(t, key, data)
+	}
+	cfg := SourceConfig{Once: true}
+	s := f.open(t, "", cfg, s3Options{}, Position{})
+	recs, err := s.Read(t.Context(), nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := fmt.Sprintf("h%02d.ndjson", hours-1)
+	for _, r := range recs {
+		if r.File != first {
+			t.Fatalf("first batch:\n%s\nwant the first 10 lines of %s (hour 0)", s3Render(recs), first)
+		}
+	}
+	if len(recs) != 10 {
+		t.Fatalf("first batch: %d records, want 10", len(recs))
+	}
+	p := s.Position()
+	if at, held := p.Frontier(); !held || at != base.Add(9*time.Minute).UnixMicro() {
+		t.Errorf("frontier %s (held %v), want 00:09, the last event read", tidemark.FormatTime(at), held)
+	}
+	for _, fp := range p.Files {
+		if fp.Path == first {
+			continue
+		}
+		var h int
+		fmt.Sscanf(fp.Path, "h%02d", &h)
+		if want := base.Add(time.Duration(hours-1-h) * time.Hour).UnixMicro(); !fp.HasNext || fp.Next != want || fp.Offset != 0 || fp.HasMax {
+			t.Errorf("%s: next %s (has %v) offset %d has_max %v, want unread, next at hour %d",
+				fp.Path, tidemark.FormatTime(fp.Next), fp.HasNext, fp.Offset, fp.HasMax, hours-1-h)
+		}
+	}
+	// No GET body stays open for a peek.
+	for _, o := range s.objects {
+		if o.r != nil && o.pos.Path != first {
+			t.Errorf("%s: body open after its peek", o.pos.Path)
+		}
+	}
+
+	// A restart from the checkpointed position reads the rest; all of it
+	// together is the one-object order.
+	blob, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var resume Position
+	if err := json.Unmarshal(blob, &resume); err != nil {
+		t.Fatal(err)
+	}
+	s2 := f.open(t, "", cfg, s3Options{}, resume)
+	recs = append(recs, s3Drain(t, s2, 7)...)
+	var got []string
+	for _, r := range recs {
+		if r.Valid() {
+			got = append(got, tidemark.FormatTime(r.EventTime))
+		}
+	}
+	var want []string
+	for _, at := range oneFile {
+		tm, _ := time.Parse(time.RFC3339, at)
+		want = append(want, tidemark.FormatTime(tm.UnixMicro()))
+	}
+	if i := firstDiff(got, want); i >= 0 {
+		t.Errorf("valid events differ from the one-object order at %d (got %d, want %d events)", i, len(got), len(want))
+	}
+	if n, bad := len(recs), hours/3*2; n != hours*lines+bad {
+		t.Errorf("read %d records, want %d (%d events + %d invalid lines)", n, hours*lines+bad, hours*lines, bad)
 	}
 }
