@@ -273,6 +273,9 @@ type Lake struct {
 	grace  time.Duration
 	tables map[string]*handle
 	memo   shardMemo // see shard.go
+	// input is the input the lake remembered when opened (or the one
+	// this Open made it remember); zero when none.
+	input Input
 }
 
 // handle pairs a table's definition with its Delta log.
@@ -398,6 +401,12 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 			return nil, fmt.Errorf("open lake %s: %w: the lake reads its lines with %s, this run asks for %s; use the same flags, or add --change-input to read them otherwise from now on", st, ErrConfigMismatch, had.describe(), cfg.Input.describe())
 		}
 	}
+	if had, ok, err := inputFrom(recorded); err == nil && ok {
+		l.input = had
+	}
+	if cfg.Input != (Input{}) {
+		l.input = cfg.Input // made with it, taken, or equal to the one remembered
+	}
 	codec, err := payloadCodecFor(cfg.PayloadCodec, recorded, remembered != nil, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open lake %s: %w", st, err)
@@ -515,6 +524,12 @@ func (l *Lake) create(ctx context.Context, h *handle) error {
 // Config returns the lake's setup (as remembered, when Open adopted it),
 // with Window.Slide always set (Size for tumbling windows).
 func (l *Lake) Config() Config { return l.cfg }
+
+// Input returns how the lake's lines are read, as it remembers it (the
+// format and the event time's field, unit and layout); ok is false when
+// it remembers none (a lake made before inputs were remembered, or one no
+// stream has written to yet).
+func (l *Lake) Input() (in Input, ok bool) { return l.input, l.input != (Input{}) }
 
 // Store returns the store the lake lives in.
 func (l *Lake) Store() store.Store { return l.st }

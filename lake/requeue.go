@@ -75,6 +75,12 @@ type RequeueIntent struct {
 	// quarantined as too long, read again from their files (quarantine
 	// kept only their first bytes), so a rerun decodes what this run did.
 	Payloads map[int][]byte `json:"payloads,omitempty"`
+	// CSVHeaders are the header lines CSV rows were decoded with (each
+	// once), and HeaderOf, parallel to Rows, the index of each row's
+	// header: quarantine keeps a CSV record, not its file's header, and
+	// the file may be gone by the time a rerun completes the run.
+	CSVHeaders [][]byte `json:"csv_headers,omitempty"`
+	HeaderOf   []int    `json:"header_of,omitempty"`
 }
 
 // Moved is one line that moves: the valid record decoded from its

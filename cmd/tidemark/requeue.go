@@ -20,7 +20,9 @@ func requeueCommand() *cli.Command {
 		Description: "Reads every quarantined line again with the given --time-field, --time-unit, --time-layout,\n" +
 			"--arrival-field, --max-future, --max-line-bytes and --min-event-time (keys and value are the lake's),\n" +
 			"and moves those that are valid events now to raw_events with status late. Each line ends in exactly one\n" +
-			"table, also if the command is killed: the next run completes an interrupted one first.",
+			"table, also if the command is killed: the next run completes an interrupted one first.\n" +
+			"CSV lines are decoded with the header of their file: its first line if quarantine holds it (the file was\n" +
+			"read as NDJSON), else the first line of the file read again (if it still holds the line), else --csv-header.",
 		Flags: append(lakeFlags(),
 			&cli.StringFlag{Name: "time-field", Value: "event_time", Usage: "field holding the event time", EnvVars: env("time-field")},
 			&cli.StringFlag{Name: "time-unit", Value: "s", Usage: "unit of numeric epoch times: s, ms, us or ns", EnvVars: env("time-unit")},
@@ -29,6 +31,8 @@ func requeueCommand() *cli.Command {
 			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "lines with an event time more than this far ahead of their arrival stay quarantined (a positive duration)", EnvVars: env("max-future")},
 			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "longer lines stay quarantined; a line quarantined as too long is read again whole from its local file (quarantine kept only its first bytes)", EnvVars: env("max-line-bytes")},
 			&cli.StringFlag{Name: "min-event-time", Usage: "lines with an event time before this stay quarantined (RFC 3339 or a date, UTC)", EnvVars: env("min-event-time")},
+			&cli.StringFlag{Name: "format", Usage: "read the quarantined lines as ndjson or csv (default: the format the lake remembers, else ndjson)", EnvVars: env("format")},
+			&cli.StringFlag{Name: "csv-header", Usage: "with CSV: the header line for lines whose file's header is neither in quarantine nor in the file (gone, rewritten, an S3 object)", EnvVars: env("csv-header")},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would move and what would stay, by reason; change nothing", EnvVars: env("dry-run")},
 		),
 		Action: runRequeue,
@@ -48,7 +52,12 @@ func runRequeue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := requeue.Run(c.Context, lk, requeue.Config{Decoder: dc, DryRun: c.Bool("dry-run")})
+	dc.Format = c.String("format")
+	cfg := requeue.Config{Decoder: dc, DryRun: c.Bool("dry-run")}
+	if c.IsSet("csv-header") {
+		cfg.CSVHeader = []byte(c.String("csv-header"))
+	}
+	rep, err := requeue.Run(c.Context, lk, cfg)
 	if err != nil {
 		return err
 	}

@@ -172,3 +172,70 @@ func copyDir(t *testing.T, from, to string) {
 		t.Fatalf("cp -a: %v\n%s", err, out)
 	}
 }
+
+// requeue on CSV input, on the binary: a CSV stream with the wrong
+// --time-field quarantines every record; requeue --time-field ts reads the
+// header of each file again and moves them all (the lake's format is
+// CSV, no --format needed). CSV files streamed as NDJSON quarantine every
+// line, the header too; requeue --format csv finds the header in
+// quarantine (the files are gone by then) and moves the records, and the
+// header line stays. Reconcile then runs clean.
+func TestRequeueCSVCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full tier: runs the binary")
+	}
+	csvLine := func(i int) string {
+		if i == 0 {
+			return "ts,page,v"
+		}
+		return fmt.Sprintf("2026-01-01T10:%02d:00Z,/p%d,%d", i%60, i%3, i)
+	}
+	for _, tc := range []struct {
+		name, streamFormat, requeueFormat string
+		removeFiles                       bool
+		want                              string
+	}{
+		{"csv lake: header from the files", "csv", "", false, "quarantine rows read 40 = moved 40 + stay 0"},
+		{"read as ndjson: header from quarantine", "ndjson", "csv", true,
+			"quarantine rows read 41 = moved 40 + stay 1\n  moved to raw_events (status late): malformed 40\n  stay in quarantine: csv_header (the first line of its file, not a record) 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := mistakeInput(t, "a.csv", 41, csvLine)
+			lakeDir := filepath.Join(t.TempDir(), "lake")
+			if _, stderr, code := run(t, "stream", "--source", src, "--lake", lakeDir, "--once", "--window", "1m", "--key", "page", "--value", "v",
+				"--format", tc.streamFormat, "--no-first-batch-check", "--progress", "/dev/null"); code != 0 || !strings.Contains(stderr, "ok 0 + late 0 + quarantined") {
+				t.Fatalf("stream: exit %d\n%s", code, stderr)
+			}
+			if tc.removeFiles {
+				os.RemoveAll(src)
+			}
+			args := []string{"requeue", "--lake", lakeDir, "--time-field", "ts"}
+			if tc.requeueFormat != "" {
+				args = append(args, "--format", tc.requeueFormat)
+			}
+			stdout, stderr, code := run(t, append(args, "--dry-run")...)
+			if code != 0 || !strings.Contains(stdout, strings.ReplaceAll(tc.want, "moved", "would move")) {
+				t.Fatalf("dry run: exit %d\n%s%s\nwant %s", code, stdout, stderr, tc.want)
+			}
+			stdout, stderr, code = run(t, args...)
+			if code != 0 || !strings.Contains(stdout, tc.want) {
+				t.Fatalf("requeue: exit %d\n%s%s\nwant %s", code, stdout, stderr, tc.want)
+			}
+			raw, q := lineCount(t, lakeDir)
+			if raw != 40 || q != 41-40-strings.Count(tc.streamFormat, "csv") {
+				t.Errorf("after requeue: raw %d, quarantine %d; want 40 and the header line only when it was read as a line", raw, q)
+			}
+			// The stream saw no valid event, so it closed no window: reconcile
+			// remembers the moved rows' 40 windows as pending, and the
+			// windows recomputed from raw_events hold the records.
+			out, stderr, code := run(t, "reconcile", "--lake", lakeDir, "--format", "json")
+			if code != 0 || !strings.Contains(out, `"windows_pending":40`) {
+				t.Fatalf("reconcile: exit %d\n%s%s\nwant 40 windows pending", code, out, stderr)
+			}
+			windows, _, _ := run(t, "recompute", "--lake", lakeDir, "--format", "csv")
+			if n := len(lines(windows)) - 1; n != 40 || !strings.Contains(windows, "2026-01-01T10:07:00Z,2026-01-01T10:08:00Z,/p1,1,7,7,7") {
+				t.Errorf("recomputed: %d windows, want 40 (one per minute, 10:07 holding /p1 with v=7)\n%s", n, windows)
+			}
+		})
+	}
+}

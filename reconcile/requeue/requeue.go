@@ -36,6 +36,10 @@ type Config struct {
 	// DryRun reports what would move, and moves nothing (an interrupted
 	// run is not completed either).
 	DryRun bool
+	// CSVHeader is the header line for CSV rows whose file's header is
+	// found neither in quarantine nor in the file (see csv.go); nil = none.
+	// Decoder.Format "" is the format the lake remembers (ndjson if none).
+	CSVHeader []byte
 	// RunID names the run's intent and txns; "" = a random one.
 	RunID  string
 	Logger *slog.Logger     // nil discards
@@ -81,10 +85,26 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 	}
 	lc := lk.Config()
 	cfg.Decoder.Keys, cfg.Decoder.ValueField = lc.Keys, lc.ValueField
-	if cfg.Decoder.Format == ingest.FormatCSV {
-		return nil, fmt.Errorf("requeue: CSV lines need their file's header line, which quarantine does not keep; re-read the files with a new stream (--name) instead")
+	if in, ok := lk.Input(); ok && cfg.Decoder.Format == "" {
+		cfg.Decoder.Format = in.Format
 	}
-	dec, err := ingest.NewDecoder(cfg.Decoder)
+	if cfg.Decoder.Format == "" {
+		cfg.Decoder.Format = ingest.FormatNDJSON
+	}
+	if err := cfg.Decoder.Validate(); err != nil {
+		return nil, fmt.Errorf("requeue: %w", err)
+	}
+	csv := cfg.Decoder.Format == ingest.FormatCSV
+	if cfg.CSVHeader != nil && !csv {
+		return nil, fmt.Errorf("requeue: a CSV header is given, but the lines are read as %s (the lake's format; --format csv reads them as CSV)", cfg.Decoder.Format)
+	}
+	var dec ingest.Decoder
+	var headers *csvHeaders
+	if csv {
+		headers, err = newCSVHeaders(ctx, lk, cfg)
+	} else {
+		dec, err = ingest.NewDecoder(cfg.Decoder)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("requeue: %w", err)
 	}
@@ -105,11 +125,31 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 		}
 	}
 	var moved []lake.Moved
+	var headerOf []int // CSV: each moved row's header
 	whole := map[int][]byte{}
 	err = lk.ScanQuarantine(ctx, func(row lake.QuarantineRow) error {
 		rep.Read++
-		full := wholeLine(row, cfg.Decoder)
-		rec, why := decode(dec, cfg.Decoder, row, full)
+		d, hi, full := dec, -1, []byte(nil)
+		if csv {
+			// A CSV line too long is not read again: a record may hold
+			// quoted newlines, which ReadLineAt would cut at.
+			if row.Offset == 0 {
+				rep.Stayed[ReasonCSVHeader]++
+				return nil
+			}
+			i, ok, err := headers.of(row)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				rep.Stayed[ReasonNoHeader]++
+				return nil
+			}
+			d, hi = headers.decs[i], i
+		} else {
+			full = wholeLine(row, cfg.Decoder)
+		}
+		rec, why := decode(d, cfg.Decoder, row, full)
 		if why == tidemark.ReasonNone && lc.CheckKey(&rec) != "" {
 			why = tidemark.ReasonBadKey // its key still does not fit the lake's key types
 		}
@@ -123,6 +163,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 				whole[len(moved)] = full
 			}
 			moved = append(moved, lake.Moved{ID: row.ID(), Record: rec})
+			if csv {
+				headerOf = append(headerOf, hi)
+			}
 		}
 		return nil
 	})
@@ -139,6 +182,9 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 	in := lake.RequeueIntent{RunID: cfg.RunID, Created: cfg.Clock().UnixMicro(), Settings: settings, Rows: make([]lake.QuarantineID, len(moved))}
 	if len(whole) > 0 {
 		in.Payloads = whole
+	}
+	if csv {
+		in.CSVHeaders, in.HeaderOf = headers.headers, headerOf
 	}
 	for i, m := range moved {
 		in.Rows[i] = m.ID
@@ -169,7 +215,7 @@ func finishInterrupted(ctx context.Context, lk *lake.Lake, log *slog.Logger) (in
 		if err := json.Unmarshal(in.Settings, &dc); err != nil {
 			return n, fmt.Errorf("requeue: settings of interrupted run %s: %w", in.RunID, err)
 		}
-		dec, err := ingest.NewDecoder(dc)
+		decs, err := intentDecoders(dc, in)
 		if err != nil {
 			return n, fmt.Errorf("requeue: settings of interrupted run %s: %w", in.RunID, err)
 		}
@@ -179,6 +225,17 @@ func finishInterrupted(ctx context.Context, lk *lake.Lake, log *slog.Logger) (in
 		}
 		moved := make([]lake.Moved, len(rows))
 		for j, row := range rows {
+			k := 0
+			if dc.Format == ingest.FormatCSV {
+				if j >= len(in.HeaderOf) {
+					return n, fmt.Errorf("requeue: complete run %s: row %v has no CSV header in the intent", in.RunID, row.ID())
+				}
+				k = in.HeaderOf[j]
+			}
+			if k < 0 || k >= len(decs) {
+				return n, fmt.Errorf("requeue: complete run %s: row %v: no decoder %d in the intent", in.RunID, row.ID(), k)
+			}
+			dec := decs[k]
 			rec, why := decode(dec, dc, row, in.Payloads[j])
 			if why != tidemark.ReasonNone {
 				return n, fmt.Errorf("requeue: complete run %s: row %v no longer decodes (%s)", in.RunID, row.ID(), why)
@@ -192,6 +249,24 @@ func finishInterrupted(ctx context.Context, lk *lake.Lake, log *slog.Logger) (in
 		n++
 	}
 	return n, nil
+}
+
+// intentDecoders makes the decoders an intent's rows were decoded with:
+// one per CSV header it recorded, or the one NDJSON decoder.
+func intentDecoders(dc ingest.DecoderConfig, in lake.RequeueIntent) ([]ingest.Decoder, error) {
+	if dc.Format != ingest.FormatCSV {
+		dec, err := ingest.NewDecoder(dc)
+		return []ingest.Decoder{dec}, err
+	}
+	decs := make([]ingest.Decoder, len(in.CSVHeaders))
+	for i, h := range in.CSVHeaders {
+		dec, err := ingest.NewCSVDecoder(dc, h)
+		if err != nil {
+			return nil, err
+		}
+		decs[i] = dec
+	}
+	return decs, nil
 }
 
 // ReasonCut is the reason a line_too_long row stays: quarantine kept only
