@@ -18,28 +18,41 @@ const nullGroup = "∅"
 // grouper assigns rows to groups.
 type grouper struct {
 	by      string
-	keyPart int // index of the --by key among the lake's keys; -1 otherwise
+	source  bool // one group per source (tidemark's own column)
+	keyPart int  // index of the --by key among the lake's keys; -1 otherwise
 	max     int
 	names   []string             // group names by index
 	ids     map[string]int       // group name -> index into names
 	byKey   map[tidemark.Key]int // cache for key grouping
 }
 
-func newGrouper(keys []string, by string, maxGroups int) (*grouper, error) {
+// newGrouper resolves by against the lake's raw_events columns: a key
+// column by its name, tidemark's source column by the name the lake
+// stores it under (lake.Config.Column: "source", or "_tm_source" in a lake
+// where a key is named source, so that there "source" is the key, as in
+// SQL over the table).
+func newGrouper(lc lake.Config, by string, maxGroups int) (*grouper, error) {
 	g := &grouper{by: by, keyPart: -1, max: maxGroups, ids: map[string]int{}, byKey: map[tidemark.Key]int{}}
-	switch by {
-	case ByNone, BySource:
-	default:
-		for i, k := range keys {
-			if k == by {
-				g.keyPart = i
-			}
-		}
-		if g.keyPart < 0 {
-			return nil, fmt.Errorf("lateness: --by %s: want none, source or a key field of the lake (%s)", by, strings.Join(keys, ", "))
+	keys := lc.KeyNames()
+	own := lc.Column(lake.ColSource)
+	if by == ByNone {
+		return g, nil
+	}
+	for i, k := range keys {
+		if k == by {
+			g.keyPart = i
+			return g, nil
 		}
 	}
-	return g, nil
+	if by == own {
+		g.source = true
+		return g, nil
+	}
+	hint := ""
+	if own != BySource {
+		hint = fmt.Sprintf(" (in this lake a key is named %s, so tidemark's source column is %s)", BySource, own)
+	}
+	return nil, fmt.Errorf("lateness: --by %s: want none, %s or a key field of the lake (%s)%s", by, own, strings.Join(keys, ", "), hint)
 }
 
 // id returns the index of the named group, creating it.
@@ -63,7 +76,7 @@ func (g *grouper) group(b lake.RawBatch, i int) (int, error) {
 			return 0, nil
 		}
 		return g.id(allGroup)
-	case g.keyPart < 0:
+	case g.source:
 		return g.id(b.Source[i])
 	}
 	k := b.Key[i]

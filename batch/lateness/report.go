@@ -57,8 +57,12 @@ import (
 
 // Group-by modes of Config.By besides a key field name.
 const (
-	ByNone   = "none"   // one group, named "all"
-	BySource = "source" // one group per source
+	ByNone = "none" // one group, named "all"
+	// BySource is one group per source: tidemark's own source column,
+	// named so in a lake unless a key takes the name; there the key is
+	// "source" and this column lake.Config.Column(lake.ColSource)
+	// ("_tm_source"), and By must name it so.
+	BySource = "source"
 )
 
 // Config selects the rows and the grouping. The zero value of every field
@@ -73,7 +77,8 @@ type Config struct {
 	Since time.Duration
 	// Clock is the wall clock Since counts back from; nil means time.Now.
 	Clock func() time.Time
-	// By is "none" (or ""), "source", or one of the lake's key fields.
+	// By is "none" (or ""), BySource, or one of the lake's key fields, by
+	// the column names of the lake's raw_events (see BySource).
 	By string
 	// Replay makes one stream engine per (budget, late rule) for the
 	// what-if; required.
@@ -310,7 +315,7 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	if cfg.Period != 0 && cfg.Period != PeriodHour && cfg.Period != PeriodDay {
 		return nil, fmt.Errorf("lateness: period %s: want an hour or a day", cfg.Period)
 	}
-	grouper, err := newGrouper(lk.Config().KeyNames(), cfg.By, cfg.MaxGroups)
+	grouper, err := newGrouper(lk.Config(), cfg.By, cfg.MaxGroups)
 	if err != nil {
 		return nil, err
 	}

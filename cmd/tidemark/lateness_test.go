@@ -118,3 +118,45 @@ func FuzzParseBy(f *testing.F) {
 		}
 	})
 }
+
+// A lake keyed by a field named source: on the binary, `lateness --by
+// source` groups by that key (the lake's column named source) and
+// `--by _tm_source` by tidemark's own source column, which that lake
+// stores under that name; the --by help names both.
+func TestLatenessByWhenAKeyIsNamedSource(t *testing.T) {
+	needBinary(t)
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 90 {
+		at := time.Date(2026, 1, 1, 10, 0, i, 0, time.UTC).Format(time.RFC3339)
+		fmt.Fprintf(&b, `{"event_time":%q,"arrival_time":%q,"source":"app%d"}`+"\n", at, at, i%3)
+	}
+	src := filepath.Join(dir, "logs")
+	writeWorld(t, filepath.Join(src, "a.ndjson"), b.String())
+	lakeDir := filepath.Join(dir, "lake")
+	if _, stderr, code := run(t, "stream", "--source", src, "--lake", lakeDir, "--key", "source", "--window", "1m",
+		"--arrival-field", "arrival_time", "--once", "--progress", os.DevNull); code != 0 {
+		t.Fatalf("stream: exit %d\n%s", code, stderr)
+	}
+	groups := func(by string) string {
+		out, stderr, code := run(t, "lateness", "--lake", lakeDir, "--by", by, "--format", "csv")
+		if code != 0 {
+			t.Fatalf("lateness --by %s: exit %d\n%s", by, code, stderr)
+		}
+		var g []string
+		for _, l := range lines(out)[1:] {
+			f := strings.Split(l, ",")
+			g = append(g, f[0]+"="+f[1])
+		}
+		return strings.Join(g, " ")
+	}
+	if got, want := groups("source"), "app0=30 app1=30 app2=30"; got != want {
+		t.Errorf("--by source: got %q, want the key's groups %q", got, want)
+	}
+	if got, want := groups("_tm_source"), src+"=90"; got != want {
+		t.Errorf("--by _tm_source: got %q, want tidemark's source %q", got, want)
+	}
+	if _, stderr, code := run(t, "lateness", "--lake", lakeDir, "--by", "host"); code == 0 || !strings.Contains(stderr, "tidemark's source column is _tm_source") {
+		t.Errorf("--by host: exit %d\n%s", code, stderr)
+	}
+}
