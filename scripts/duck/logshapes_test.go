@@ -75,10 +75,36 @@ func jsonPath(path []string) string {
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // shape is one random log shape: the paths of the time, key and value
-// fields.
+// fields, and the kind of values each key holds (keyKinds; nil = text).
 type shape struct {
 	time, value []string
 	keys        [][]string
+	kinds       []keyKind
+}
+
+// keyKind is the JSON type a key's values have, and the column type
+// tidemark infers from them (docs/log-shapes.md, "Typed keys").
+type keyKind struct {
+	name   string
+	vals   []any  // the values lines draw from ("absent": no field); vals[0] is the first line's
+	column string // the DuckDB type of the key column in window_results
+	cast   string // the DuckDB type the JSON value is read as, "" = text
+}
+
+var keyKinds = []keyKind{
+	{"text", []any{"a", "b", "500", nil, "absent"}, "VARCHAR", ""},
+	{"long", []any{500, 1, -3, 404, nil, "absent"}, "BIGINT", "BIGINT"},
+	{"double", []any{0.25, 2.5, -1, 3, nil, "absent"}, "DOUBLE", "DOUBLE"}, // the first line has a fraction: inferred DOUBLE
+	{"boolean", []any{true, false, nil, "absent"}, "BOOLEAN", "BOOLEAN"},
+	{"mixed", []any{"a", 1, 2.5, true, nil, "absent"}, "VARCHAR", ""},
+}
+
+// kind returns the kind of key i.
+func (s shape) kind(i int) keyKind {
+	if i < len(s.kinds) {
+		return s.kinds[i]
+	}
+	return keyKinds[0]
 }
 
 func (s shape) flags() []string {
@@ -120,10 +146,27 @@ func windowsVsDuck(t *testing.T, db *sql.DB, lake, in string, size time.Duration
 		files = append(files, p)
 	}
 	us := size.Microseconds()
+	// Keys are compared as their types: each key column of window_results
+	// must have its kind's type, and DuckDB reads the JSON values as that
+	// type, so equal rows hold equal typed values (500 is not "500").
 	var keyCols, keyExprs []string
-	for _, k := range sh.keys {
+	for i, k := range sh.keys {
 		keyCols = append(keyCols, quoteIdent(k[len(k)-1]))
-		keyExprs = append(keyExprs, fmt.Sprintf("json_extract_string(json, %s)", sqlString(jsonPath(k))))
+		e := fmt.Sprintf("json_extract_string(json, %s)", sqlString(jsonPath(k)))
+		if c := sh.kind(i).cast; c != "" {
+			e = fmt.Sprintf("CAST(%s AS %s)", e, c)
+		}
+		keyExprs = append(keyExprs, e)
+	}
+	types := map[string]string{}
+	for _, r := range queryRows(t, db, fmt.Sprintf(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(%s))`, sqlList(files))) {
+		name, typ, _ := strings.Cut(r, "|")
+		types[name] = typ
+	}
+	for i, k := range sh.keys {
+		if got, want := types[k[len(k)-1]], sh.kind(i).column; got != want {
+			t.Errorf("key %s (%s values): window_results column is %s, want %s", strings.Join(k, "."), sh.kind(i).name, got, want)
+		}
 	}
 	got := queryRows(t, db, fmt.Sprintf(`SELECT (epoch_us(%s) // %d)::VARCHAR, %s, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR FROM read_parquet(%s)`,
 		quoteIdent(col("window_start")), us, strings.Join(keyCols, ", "), quoteIdent(col("count")), quoteIdent(col("sum")), quoteIdent(col("min")), quoteIdent(col("max")), sqlList(files)))
@@ -229,8 +272,11 @@ func setIn(obj map[string]any, path []string, v any) {
 // TestWindowsMatchDuckDBGroupBy is issue 30's property: random field
 // names drawn from every column name tidemark uses, as time, keys and
 // value, flat and nested, with number, string, boolean and null key values
-// (and missing fields): after stream --drain and reconcile, window_results
-// equals DuckDB's GROUP BY over the same NDJSON.
+// (and missing fields), each key's values of one kind (text, integers,
+// numbers with a fraction, booleans, or a mix): after stream --drain and
+// reconcile, window_results equals DuckDB's GROUP BY over the same NDJSON,
+// types included (each key column has its kind's type, compared with the
+// JSON values read as that type).
 func TestWindowsMatchDuckDBGroupBy(t *testing.T) {
 	tidemarkBinary(t)
 	db, err := openDB(1)
@@ -261,18 +307,27 @@ func TestWindowsMatchDuckDBGroupBy(t *testing.T) {
 		if len(sh.keys) == 0 {
 			sh.keys = [][]string{{"k_" + next()}}
 		}
+		for i := range sh.keys {
+			// The first key takes each kind in turn over the runs, the
+			// others one at random.
+			sh.kinds = append(sh.kinds, keyKinds[(it+i*rng.IntN(len(keyKinds)))%len(keyKinds)])
+		}
 		t.Run(fmt.Sprint(it, sh.flags()), func(t *testing.T) {
 			dir := t.TempDir()
 			in := filepath.Join(dir, "in", "events.ndjson")
 			os.MkdirAll(filepath.Dir(in), 0o755)
 			var lines []byte
 			base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-			keyVals := []any{"a", "b", 1, 2, 2.5, true, false, nil, "absent"}
 			for i := range 300 {
 				obj := map[string]any{}
 				setIn(obj, sh.time, base.Add(time.Duration(i*2+rng.IntN(40))*time.Second).Format(time.RFC3339))
-				for _, k := range sh.keys {
-					if v := keyVals[rng.IntN(len(keyVals))]; v != "absent" {
+				for j, k := range sh.keys {
+					vals := sh.kind(j).vals
+					v := vals[0]
+					if i > 0 {
+						v = vals[rng.IntN(len(vals))]
+					}
+					if v != "absent" {
 						setIn(obj, k, v)
 					}
 				}
