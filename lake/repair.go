@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -28,6 +29,60 @@ type LostFile struct {
 	// stats, millisecond precision); HasTime is false without stats.
 	MinTime, MaxTime int64
 	HasTime          bool
+	// Input names the input lines a lost raw_events or quarantine file
+	// held, from its stats; nil for the other tables or without stats.
+	Input *LostInput
+}
+
+// LostInput names the input lines a lost raw_events or quarantine file
+// held, as far as its stats tell (docs/files-operations.md): the offsets
+// and batches they span, and, when every row came from one input file,
+// that file's identity. (file_id, offset) names a line for good, across
+// renames, rotations, compression and copies (docs/file-identity.md), so
+// the lost lines can be found in whatever the input has become.
+type LostInput struct {
+	// FileID, File and Source are the one input the rows came from; each
+	// is "" when the rows came from several, when a row had none (file_id
+	// of rows written before the column), or when the stats do not say
+	// (Spark-style stats keep no upper bound for strings over 32 bytes).
+	FileID, File, Source string
+	// MinOffset and MaxOffset are the offsets of the first and the last
+	// lost line (decompressed bytes), MinBatch and MaxBatch the batch ids
+	// that wrote them; HasOffset and HasBatch say whether the stats hold
+	// them.
+	MinOffset, MaxOffset int64
+	HasOffset            bool
+	MinBatch, MaxBatch   int64
+	HasBatch             bool
+}
+
+// lostInput reads a lost file's LostInput from its stats, through the
+// lake's names of its own columns.
+func (l *Lake) lostInput(st delta.Stats) *LostInput {
+	one := func(logical string) string {
+		col := l.phys(logical)
+		lo, ok1 := st.MinValues[col].(string)
+		hi, ok2 := st.MaxValues[col].(string)
+		if !ok1 || !ok2 || lo != hi || st.NullCount[col] > 0 {
+			return ""
+		}
+		return lo
+	}
+	ints := func(logical string) (lo, hi int64, ok bool) {
+		col := l.phys(logical)
+		a, ok1 := st.MinValues[col].(json.Number)
+		b, ok2 := st.MaxValues[col].(json.Number)
+		if !ok1 || !ok2 {
+			return 0, 0, false
+		}
+		lo, err1 := a.Int64()
+		hi, err2 := b.Int64()
+		return lo, hi, err1 == nil && err2 == nil
+	}
+	in := &LostInput{FileID: one(ColFileID), File: one(ColFile), Source: one(ColSource)}
+	in.MinOffset, in.MaxOffset, in.HasOffset = ints(ColOffset)
+	in.MinBatch, in.MaxBatch, in.HasBatch = ints(ColBatchID)
+	return in
 }
 
 // RepairReport says what Repair found (and removed) in one table.
@@ -163,6 +218,9 @@ func (l *Lake) lostFiles(ctx context.Context, h *handle, snap *delta.Snapshot, r
 		if s, err := delta.ParseStats(a.Stats); err == nil && a.Stats != "" {
 			lf.Rows = s.NumRecords
 			rep.Rows += s.NumRecords
+			if h.def.name == TableRawEvents || h.def.name == TableQuarantine {
+				lf.Input = l.lostInput(s)
+			}
 		} else {
 			rep.NoStats++
 		}

@@ -3,7 +3,12 @@ package lake
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+
+	"tidemark"
 
 	"tidemark/lake/delta"
 	"tidemark/lake/store"
@@ -160,5 +165,76 @@ func testRepair(t *testing.T, st store.Store) {
 	}
 	if _, err := l.Repair(ctx, RepairOptions{Tables: []string{"nope"}}); err == nil {
 		t.Error("repair of an unknown table: got no error")
+	}
+}
+
+// A lost raw_events file is named in input terms from its stats: the one
+// input its rows came from (file_id and path, through the lake's names of
+// its own columns: here a key takes "source" and "file"), the offsets and
+// batches they span; rows from several inputs, or some without file_id,
+// name no single input.
+func TestRepairNamesLostInput(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(&fakeClock{now: t0})
+	cfg.Keys = []string{"source", "file"} // tidemark's own become _tm_source, _tm_file
+	l, err := Open(ctx, st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.phys(ColSource) != "_tm_source" || l.phys(ColFile) != "_tm_file" {
+		t.Fatalf("own columns %s, %s; want them renamed", l.phys(ColSource), l.phys(ColFile))
+	}
+	id := fmt.Sprintf("%032x", 7)
+	batch := func(b int64, mixed bool) []tidemark.Record {
+		var recs []tidemark.Record
+		for i := range 20 {
+			r := tidemark.Record{Source: "logs", File: "app.log.1.gz", FileID: id, Offset: 1000 + int64(i)*50,
+				Payload: []byte("{}"), EventTime: us(t0) + int64(i), Arrival: us(t0) + int64(i),
+				Key: tidemark.MakeKey(tidemark.KeyPart{Value: "k"}, tidemark.KeyPart{Value: "f"})}
+			if mixed && i%2 == 1 {
+				r.File, r.FileID = "other.log", fmt.Sprintf("%032x", 8)
+			}
+			recs = append(recs, r)
+		}
+		if err := l.AppendBatch(ctx, Batch{AppID: "s", BatchID: b, Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	batch(3, false)
+	batch(4, true)
+	snap, err := l.tables[TableRawEvents].dt.Snapshot(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range snap.Files {
+		if err := st.Delete(ctx, a.Key("raw_events")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reps, err := l.Repair(ctx, RepairOptions{Tables: []string{TableRawEvents}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range reps[0].Lost {
+		if in := f.Input; in == nil {
+			got = append(got, "none")
+		} else {
+			got = append(got, fmt.Sprintf("id=%q file=%q source=%q off=%d..%d(%v) batch=%d..%d(%v)",
+				in.FileID, in.File, in.Source, in.MinOffset, in.MaxOffset, in.HasOffset, in.MinBatch, in.MaxBatch, in.HasBatch))
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		`id="" file="" source="logs" off=1000..1950(true) batch=4..4(true)`,
+		fmt.Sprintf(`id=%q file="app.log.1.gz" source="logs" off=1000..1950(true) batch=3..3(true)`, id),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lost inputs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -85,6 +86,9 @@ func writeRepairText(w io.Writer, reps []lake.RepairReport) {
 				state = fmt.Sprintf("%d bytes, want %d", f.Found, f.Size)
 			}
 			fmt.Fprintf(w, "  %s (%s): %s, %s %s\n", f.Path, state, rowsText(f.Rows), r.TimeColumn, rangeText(f.HasTime, f.MinTime, f.MaxTime))
+			if in := f.Input; in != nil {
+				fmt.Fprintf(w, "    lines from %s\n", inputText(in))
+			}
 		}
 		rows := rowsText(r.Rows)
 		if r.NoStats > 0 {
@@ -97,6 +101,38 @@ func writeRepairText(w io.Writer, reps []lake.RepairReport) {
 			fmt.Fprintf(w, "  removed the %d references in version %d (FSCK)\n", len(r.Lost), r.Version)
 		}
 	}
+}
+
+// inputText names the input lines of a lost file: the one input they
+// came from (its file_id, path and source) or "several inputs", with the
+// offsets and batches they span.
+func inputText(in *lake.LostInput) string {
+	var b strings.Builder
+	switch {
+	case in.FileID != "":
+		fmt.Fprintf(&b, "file_id %s", in.FileID)
+		if in.File != "" {
+			fmt.Fprintf(&b, " (read as %s", in.File)
+			if in.Source != "" {
+				fmt.Fprintf(&b, " in %s", in.Source)
+			}
+			b.WriteString(")")
+		}
+	case in.File != "":
+		fmt.Fprintf(&b, "%s (no file_id)", in.File)
+	default:
+		b.WriteString("several inputs")
+	}
+	if in.HasOffset {
+		fmt.Fprintf(&b, ", offsets %d..%d", in.MinOffset, in.MaxOffset)
+	}
+	if in.HasBatch {
+		fmt.Fprintf(&b, ", batch %d", in.MinBatch)
+		if in.MaxBatch != in.MinBatch {
+			fmt.Fprintf(&b, "..%d", in.MaxBatch)
+		}
+	}
+	return b.String()
 }
 
 func rowsText(n int64) string {
@@ -135,6 +171,18 @@ type lostFileJSON struct {
 	Rows      *int64            `json:"rows"`
 	MinTime   *string           `json:"min_time"`
 	MaxTime   *string           `json:"max_time"`
+	Input     *lostInputJSON    `json:"input,omitempty"` // raw_events and quarantine
+}
+
+// lostInputJSON is lake.LostInput: "" and null where the stats do not say.
+type lostInputJSON struct {
+	FileID    string `json:"file_id"`
+	File      string `json:"file"`
+	Source    string `json:"source"`
+	MinOffset *int64 `json:"min_offset"`
+	MaxOffset *int64 `json:"max_offset"`
+	MinBatch  *int64 `json:"min_batch_id"`
+	MaxBatch  *int64 `json:"max_batch_id"`
 }
 
 func writeRepairJSON(w io.Writer, reps []lake.RepairReport) error {
@@ -163,6 +211,16 @@ func writeRepairJSON(w io.Writer, reps []lake.RepairReport) error {
 			if f.Rows >= 0 {
 				n := f.Rows
 				lf.Rows = &n
+			}
+			if in := f.Input; in != nil {
+				ij := &lostInputJSON{FileID: in.FileID, File: in.File, Source: in.Source}
+				if in.HasOffset {
+					ij.MinOffset, ij.MaxOffset = &in.MinOffset, &in.MaxOffset
+				}
+				if in.HasBatch {
+					ij.MinBatch, ij.MaxBatch = &in.MinBatch, &in.MaxBatch
+				}
+				lf.Input = ij
 			}
 			out.Lost = append(out.Lost, lf)
 		}

@@ -72,7 +72,7 @@ func TestRepairCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("repair dry run: exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"raw_events: 1 of", "(missing)", filepath.Base(victim), "event_time 2026-", "dry run: nothing changed", "quarantine:", "none missing"} {
+	for _, want := range []string{"raw_events: 1 of", "(missing)", filepath.Base(victim), "event_time 2026-", "    lines from ", ", offsets ", "dry run: nothing changed", "quarantine:", "none missing"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("repair dry run: want %q in\n%s", want, out)
 		}
@@ -86,16 +86,23 @@ func TestRepairCommand(t *testing.T) {
 		t.Fatalf("repair --commit: exit %d\n%s", code, stderr)
 	}
 	var rep struct {
-		Lost    []struct{ Path string } `json:"lost_files"`
-		Rows    int64                   `json:"lost_rows"`
-		MinTime *string                 `json:"min_time"`
-		Version *int64                  `json:"version"`
-		DryRun  bool                    `json:"dry_run"`
+		Lost []struct {
+			Path  string
+			Input *struct {
+				MinOffset *int64 `json:"min_offset"`
+				MinBatch  *int64 `json:"min_batch_id"`
+			}
+		} `json:"lost_files"`
+		Rows    int64   `json:"lost_rows"`
+		MinTime *string `json:"min_time"`
+		Version *int64  `json:"version"`
+		DryRun  bool    `json:"dry_run"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("repair json %q: %v", out, err)
 	}
-	if len(rep.Lost) != 1 || rep.Rows <= 0 || rep.MinTime == nil || rep.Version == nil || rep.DryRun {
+	if len(rep.Lost) != 1 || rep.Rows <= 0 || rep.MinTime == nil || rep.Version == nil || rep.DryRun ||
+		rep.Lost[0].Input == nil || rep.Lost[0].Input.MinOffset == nil || rep.Lost[0].Input.MinBatch == nil {
 		t.Errorf("repair --commit: got %s", out)
 	}
 	after := rawRows()
