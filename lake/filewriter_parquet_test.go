@@ -12,11 +12,10 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/encoding/plain"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
 	"tidemark"
+	"tidemark/lake/colfile/colfiletest"
 	"tidemark/lake/store"
 )
 
@@ -29,7 +28,7 @@ import (
 // dictionary), keys of few values (a dictionary) and of all-distinct values
 // (PLAIN after the probation), a key whose dictionary fills up mid-chunk
 // (dictionary pages, then PLAIN ones), a double column whose dictionary
-// outgrows dictWordMax mid-chunk.
+// outgrows colfile's word limit mid-chunk.
 
 // pqTable is raw_events with three keys.
 func pqTable() *table { return rawEventsTable([]string{"page", "user", "late_key"}, nil, true) }
@@ -133,28 +132,11 @@ func writePQ(t *testing.T, tb *table, rows [][]any, dir string) (string, dataFil
 	return dir + "/" + tb.name + "/" + df.Path, df
 }
 
-// cell renders a test value as parquet-go reads it back.
-func cell(v any) parquet.Value {
-	switch v := v.(type) {
-	case nil:
-		return parquet.NullValue()
-	case int64:
-		return parquet.Int64Value(v)
-	case float64:
-		return parquet.DoubleValue(v)
-	case bool:
-		return parquet.BooleanValue(v)
-	case string:
-		return parquet.ByteArrayValue([]byte(v))
-	}
-	return parquet.ByteArrayValue(v.([]byte))
-}
-
-// checkPQ reads the file at path with parquet-go's generic reader and
-// returns every way it differs from rows.
+// checkPQ checks the file at path against rows of tb with
+// colfiletest.Check, and its created_by and schema: the schema parquet-go
+// would have written for the table.
 func checkPQ(path string, tb *table, rows [][]any, tamper func(string, *format.ColumnIndex)) []error {
 	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	f, err := os.Open(path)
 	if err != nil {
 		return []error{err}
@@ -168,209 +150,17 @@ func checkPQ(path string, tb *table, rows [][]any, tamper func(string, *format.C
 	if err != nil {
 		return []error{err}
 	}
-	if got := pf.NumRows(); got != int64(len(rows)) {
-		fail("file has %d rows, want %d", got, len(rows))
-	}
-	md := pf.Metadata()
-	if md.CreatedBy != tidemark.CreatedBy() {
-		fail("created_by %q, want %q", md.CreatedBy, tidemark.CreatedBy())
+	if got := pf.Metadata().CreatedBy; got != tidemark.CreatedBy() {
+		errs = append(errs, fmt.Errorf("created_by %q, want %q", got, tidemark.CreatedBy()))
 	}
 	if got, want := pf.Schema().String(), tb.parquetSchema().String(); got != want {
-		fail("schema\n%s\nwant\n%s", got, want)
+		errs = append(errs, fmt.Errorf("schema\n%s\nwant\n%s", got, want))
 	}
-	first := int64(0) // the row group's first row
-	for g, rg := range pf.RowGroups() {
-		for _, cc := range rg.ColumnChunks() {
-			name := pf.Schema().Fields()[cc.Column()].Name()
-			c := tb.colNamed(name)
-			typ := cc.Type()
-			want := func(row int64) parquet.Value { return cell(rows[first+row][c]) }
-			// Every value, page by page, in order.
-			pages := cc.Pages()
-			var got []parquet.Value
-			var perPage []int64
-			for {
-				p, err := pages.ReadPage()
-				if err != nil {
-					break
-				}
-				vals := make([]parquet.Value, p.NumValues())
-				n, _ := p.Values().ReadValues(vals)
-				for _, v := range vals[:n] {
-					got = append(got, v.Clone())
-				}
-				perPage = append(perPage, p.NumRows())
-				parquet.Release(p)
-			}
-			pages.Close()
-			if int64(len(got)) != rg.NumRows() {
-				fail("rg %d %s: %d values, want %d", g, name, len(got), rg.NumRows())
-				continue
-			}
-			for i, v := range got {
-				w := want(int64(i))
-				if v.IsNull() != w.IsNull() || (!w.IsNull() && !sameBits(v, w)) {
-					fail("rg %d %s row %d: got %v, want %v", g, name, first+int64(i), v, w)
-					break
-				}
-			}
-			// The chunk's statistics.
-			cm := md.RowGroups[g].Columns[cc.Column()].MetaData
-			lo, hi, nulls, nan := valueBounds(typ, want, 0, rg.NumRows())
-			if cm.Statistics.NullCount != nulls {
-				fail("rg %d %s: null count %d, want %d", g, name, cm.Statistics.NullCount, nulls)
-			}
-			switch {
-			case nan || lo.IsNull():
-				if cm.Statistics.MinValue != nil || cm.Statistics.MaxValue != nil {
-					fail("rg %d %s: chunk bounds %x..%x, want none (NaN or no values)", g, name, cm.Statistics.MinValue, cm.Statistics.MaxValue)
-				}
-			case !bytes.Equal(cm.Statistics.MinValue, plainOf(lo)) || !bytes.Equal(cm.Statistics.MaxValue, plainOf(hi)):
-				fail("rg %d %s: chunk bounds %x..%x, want %v..%v", g, name, cm.Statistics.MinValue, cm.Statistics.MaxValue, lo, hi)
-			}
-			// The offset index gives each page's first row; the column index
-			// each page's bounds: both are checked against the values.
-			oi, err := cc.OffsetIndex()
-			if err != nil {
-				fail("rg %d %s: offset index: %v", g, name, err)
-				continue
-			}
-			if oi.NumPages() != len(perPage) {
-				fail("rg %d %s: offset index has %d pages, the chunk %d", g, name, oi.NumPages(), len(perPage))
-				continue
-			}
-			fci := md.RowGroups[g].Columns[cc.Column()]
-			if fci.ColumnIndexLength == 0 {
-				if !nan {
-					fail("rg %d %s: no column index", g, name)
-				}
-				continue // a NaN: no page bounds to trust
-			}
-			if nan {
-				fail("rg %d %s: a column index for a chunk with a NaN", g, name)
-			}
-			raw := readColumnIndex(f, fci)
-			if len(raw.NullPages) != oi.NumPages() || len(raw.MinValues) != oi.NumPages() || len(raw.MaxValues) != oi.NumPages() || len(raw.NullCounts) != oi.NumPages() {
-				fail("rg %d %s: column index of %d pages, want %d", g, name, len(raw.NullPages), oi.NumPages())
-				continue
-			}
-			if tamper != nil {
-				tamper(name, &raw)
-			}
-			row := int64(0)
-			for p := range oi.NumPages() {
-				if oi.FirstRowIndex(p) != row {
-					fail("rg %d %s page %d: first row %d, want %d", g, name, p, oi.FirstRowIndex(p), row)
-				}
-				if p > 0 && oi.Offset(p) <= oi.Offset(p-1) {
-					fail("rg %d %s page %d: offset %d not after %d", g, name, p, oi.Offset(p), oi.Offset(p-1))
-				}
-				end := row + perPage[p]
-				lo, hi, nulls, _ := valueBounds(typ, want, row, end)
-				if raw.NullCounts[p] != nulls {
-					fail("rg %d %s page %d: index null count %d, want %d", g, name, p, raw.NullCounts[p], nulls)
-				}
-				if raw.NullPages[p] != lo.IsNull() {
-					fail("rg %d %s page %d: null page %t, want %t", g, name, p, raw.NullPages[p], lo.IsNull())
-				}
-				if !lo.IsNull() {
-					wlo, whi := plainOf(lo), plainOf(hi)
-					if typ.Kind() == parquet.ByteArray {
-						wlo, whi = wlo[:min(len(wlo), indexPrefix)], roundUp(whi, indexPrefix)
-					}
-					if !bytes.Equal(raw.MinValues[p], wlo) || !bytes.Equal(raw.MaxValues[p], whi) {
-						fail("rg %d %s page %d: index bounds %x..%x, want %x..%x", g, name, p, raw.MinValues[p], raw.MaxValues[p], wlo, whi)
-					}
-				}
-				row = end
-			}
-			// parquet-go's reader takes a file's column indexes for all or
-			// none of its chunks (a NaN chunk has none); when all are there
-			// it must give the pages the offset index gives.
-			if allIndexed(md) {
-				if ci, err := cc.ColumnIndex(); err != nil || ci.NumPages() != oi.NumPages() {
-					fail("rg %d %s: parquet-go's column index: %v (want %d pages)", g, name, err, oi.NumPages())
-				}
-			}
-		}
-		first += rg.NumRows()
+	names := make([]string, len(tb.cols))
+	for i, c := range tb.cols {
+		names[i] = c.name
 	}
-	return errs
-}
-
-func allIndexed(md *format.FileMetaData) bool {
-	for _, rg := range md.RowGroups {
-		for _, cc := range rg.Columns {
-			if cc.ColumnIndexLength == 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// readColumnIndex decodes a chunk's column index from the file as written.
-func readColumnIndex(f *os.File, cc format.ColumnChunk) format.ColumnIndex {
-	b := make([]byte, cc.ColumnIndexLength)
-	if _, err := f.ReadAt(b, cc.ColumnIndexOffset); err != nil {
-		return format.ColumnIndex{}
-	}
-	var ci format.ColumnIndex
-	if err := unmarshalCompact(b, &ci); err != nil {
-		return format.ColumnIndex{}
-	}
-	return ci
-}
-
-// valueBounds returns the min, max (null when there are none) and null count
-// of rows lo to hi, NaN left out (nan reports one).
-func valueBounds(typ parquet.Type, val func(int64) parquet.Value, lo, hi int64) (mn, mx parquet.Value, nulls int64, nan bool) {
-	for i := lo; i < hi; i++ {
-		v := val(i)
-		if v.IsNull() {
-			nulls++
-			continue
-		}
-		if v.Kind() == parquet.Double && math.IsNaN(v.Double()) {
-			nan = true
-			continue
-		}
-		if mn.IsNull() || typ.Compare(v, mn) < 0 {
-			mn = v
-		}
-		if mx.IsNull() || typ.Compare(v, mx) > 0 {
-			mx = v
-		}
-	}
-	// A zero bound is written -0 (min) and +0 (max).
-	if mn.Kind() == parquet.Double && mn.Double() == 0 {
-		mn = parquet.DoubleValue(math.Copysign(0, -1))
-	}
-	if mx.Kind() == parquet.Double && mx.Double() == 0 {
-		mx = parquet.DoubleValue(0)
-	}
-	return mn, mx, nulls, nan
-}
-
-// sameBits compares doubles by their bits (NaN, -0), the rest as
-// parquet-go does.
-func sameBits(a, b parquet.Value) bool {
-	if a.Kind() == parquet.Double && b.Kind() == parquet.Double {
-		return math.Float64bits(a.Double()) == math.Float64bits(b.Double())
-	}
-	return parquet.Equal(a, b)
-}
-
-func plainOf(v parquet.Value) []byte {
-	switch v.Kind() {
-	case parquet.Int64:
-		return plain.Int64(v.Int64())
-	case parquet.Double:
-		return plain.Double(v.Double())
-	case parquet.Boolean:
-		return plain.Boolean(v.Boolean())
-	}
-	return v.ByteArray()
+	return append(errs, colfiletest.Check(path, names, rows, tamper)...)
 }
 
 func TestPQFileReadBack(t *testing.T) {
@@ -624,10 +414,6 @@ func checkShapes(t *testing.T, path string) {
 	if s := got["payload"]; s.plain < 2 {
 		t.Errorf("payload: %d pages in the first row group, want several", s.plain)
 	}
-}
-
-func unmarshalCompact(b []byte, v any) error {
-	return thrift.Unmarshal(new(thrift.CompactProtocol), b, v)
 }
 
 // TestPQFileProperty writes random tables (every kind, REQUIRED and

@@ -1,4 +1,4 @@
-package lake
+package colfile
 
 import (
 	"bufio"
@@ -6,43 +6,49 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// pqFile lays out a Parquet file of flat columns encoded by colChunk:
-// the magic, the row groups' column chunks in order, then every chunk's
+// Writer lays out a Parquet file of flat columns encoded by Chunks: the
+// magic, the row groups' column chunks in order, then every chunk's
 // column index and offset index, and the footer. Its schema elements and
-// column orders are the ones parquet-go writes for the same schema.
-type pqFile struct {
-	w         *bufio.Writer
-	off       int64
-	createdBy string
-	paths     []string // by leaf: the column's name
-	md        format.FileMetaData
-	colIdx    [][]format.ColumnIndex // by row group, leaf
-	hasIdx    [][]bool
-	offIdx    [][]format.OffsetIndex
+// column orders are the ones parquet-go writes for the same columns.
+type Writer struct {
+	w      *bufio.Writer
+	off    int64
+	cols   []Column
+	md     format.FileMetaData
+	colIdx [][]format.ColumnIndex // by row group, column
+	hasIdx [][]bool
+	offIdx [][]format.OffsetIndex
 }
 
 var parquetMagic = []byte("PAR1")
 
-func newPQFile(out io.Writer, sch *parquet.Schema, createdBy string) (*pqFile, error) {
+// SchemaName is the name of a file's root schema element, as Spark
+// writes it.
+const SchemaName = "spark_schema"
+
+// NewWriter starts a file of the columns, in the order given, on out;
+// createdBy is the footer's created_by. Close writes the footer; out is
+// neither synced nor closed.
+func NewWriter(out io.Writer, cols []Column, createdBy string) (*Writer, error) {
 	// Chunks are written whole, past the buffer; it gathers the indexes
 	// and the footer.
-	f := &pqFile{w: bufio.NewWriterSize(out, 64<<10), createdBy: createdBy}
-	fields := sch.Fields()
+	f := &Writer{w: bufio.NewWriterSize(out, 64<<10), cols: cols}
 	f.md.Version = 2
 	f.md.CreatedBy = createdBy
-	f.md.Schema = append(f.md.Schema, format.SchemaElement{Name: sch.Name(), NumChildren: thriftSome(int32(len(fields)))})
-	for _, n := range fields {
-		if !n.Leaf() || n.Repeated() {
-			return nil, fmt.Errorf("lake: column %s is not a flat leaf", n.Name())
+	f.md.Schema = append(f.md.Schema, format.SchemaElement{Name: SchemaName, NumChildren: thriftSome(int32(len(cols)))})
+	seen := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		if c.Name == "" || seen[c.Name] {
+			return nil, fmt.Errorf("colfile: column name %q empty or repeated", c.Name)
 		}
-		typ := n.Type()
-		el := format.SchemaElement{Name: n.Name(), FieldID: int32(n.ID()), RepetitionType: thriftSome(format.Required)}
-		if n.Optional() {
+		seen[c.Name] = true
+		typ := c.Type.parquetType()
+		el := format.SchemaElement{Name: c.Name, RepetitionType: thriftSome(format.Required)}
+		if c.Optional {
 			el.RepetitionType = thriftSome(format.Optional)
 		}
 		if lt := typ.LogicalType(); lt != nil {
@@ -59,7 +65,6 @@ func newPQFile(out io.Writer, sch *parquet.Schema, createdBy string) (*pqFile, e
 		}
 		f.md.Schema = append(f.md.Schema, el)
 		f.md.ColumnOrders = append(f.md.ColumnOrders, *typ.ColumnOrder())
-		f.paths = append(f.paths, n.Name())
 	}
 	if err := f.write(parquetMagic); err != nil {
 		return nil, err
@@ -67,7 +72,7 @@ func newPQFile(out io.Writer, sch *parquet.Schema, createdBy string) (*pqFile, e
 	return f, nil
 }
 
-func (f *pqFile) write(b []byte) error {
+func (f *Writer) write(b []byte) error {
 	n, err := f.w.Write(b)
 	f.off += int64(n)
 	if err != nil {
@@ -76,13 +81,24 @@ func (f *pqFile) write(b []byte) error {
 	return nil
 }
 
-// writeRowGroup writes a row group's chunks, by leaf, and records them.
-func (f *pqFile) writeRowGroup(chunks []*colChunk, rows int64) error {
+// WriteRowGroup writes a row group of rows rows: its finished chunks, one
+// per column in the Writer's order. The chunks may be Reset once it
+// returns.
+func (f *Writer) WriteRowGroup(chunks []*Chunk, rows int64) error {
+	if len(chunks) != len(f.cols) {
+		return fmt.Errorf("colfile: row group of %d chunks for %d columns", len(chunks), len(f.cols))
+	}
 	rg := format.RowGroup{NumRows: rows, FileOffset: f.off, Ordinal: int16(len(f.md.RowGroups))}
 	cis := make([]format.ColumnIndex, len(chunks))
 	has := make([]bool, len(chunks))
 	ois := make([]format.OffsetIndex, len(chunks))
 	for leaf, c := range chunks {
+		if c.col.Name != f.cols[leaf].Name || c.col.Type != f.cols[leaf].Type {
+			return fmt.Errorf("colfile: chunk of column %s where %s belongs", c.col.Name, f.cols[leaf].Name)
+		}
+		if c.numValues != rows {
+			return fmt.Errorf("colfile: column %s chunk has %d values for %d rows", c.col.Name, c.numValues, rows)
+		}
 		start := f.off
 		if err := f.write(c.dictPage); err != nil {
 			return err
@@ -90,7 +106,7 @@ func (f *pqFile) writeRowGroup(chunks []*colChunk, rows int64) error {
 		if err := f.write(c.pages.Bytes()); err != nil {
 			return err
 		}
-		cc := c.meta(start, f.paths[leaf])
+		cc := c.meta(start)
 		rg.Columns = append(rg.Columns, cc)
 		rg.TotalByteSize += cc.MetaData.TotalUncompressedSize
 		rg.TotalCompressedSize += cc.MetaData.TotalCompressedSize
@@ -104,10 +120,10 @@ func (f *pqFile) writeRowGroup(chunks []*colChunk, rows int64) error {
 	return nil
 }
 
-// close writes the page indexes (every column index, then every offset
+// Close writes the page indexes (every column index, then every offset
 // index, as parquet-go and parquet-java lay them out) and the footer, and
 // flushes.
-func (f *pqFile) close() error {
+func (f *Writer) Close() error {
 	proto := new(thrift.CompactProtocol)
 	for _, offsets := range []bool{false, true} {
 		for g := range f.md.RowGroups {
@@ -148,4 +164,58 @@ func (f *pqFile) close() error {
 		return fmt.Errorf("write parquet file: %w", err)
 	}
 	return nil
+}
+
+// size is the chunk's bytes in the file.
+func (e *Chunk) size() int64 { return int64(len(e.dictPage) + e.pages.Len()) }
+
+// meta returns the chunk's metadata, for a chunk written at offset start.
+func (e *Chunk) meta(start int64) format.ColumnChunk {
+	md := format.ColumnMetaData{
+		Type:                  *e.col.Type.parquetType().PhysicalType(),
+		PathInSchema:          []string{e.col.Name},
+		Codec:                 e.codec.CompressionCodec(),
+		NumValues:             e.numValues,
+		TotalUncompressedSize: e.uncomp,
+		TotalCompressedSize:   e.size(),
+		DataPageOffset:        start + int64(len(e.dictPage)),
+		Statistics:            e.statistics(),
+	}
+	md.Encoding = append(md.Encoding, format.Plain)
+	if e.opt {
+		md.Encoding = append(md.Encoding, format.RLE)
+	}
+	if e.nDict > 0 {
+		md.Encoding = append(md.Encoding, format.RLEDictionary)
+		md.DictionaryPageOffset = start
+		md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1},
+			format.PageEncodingStats{PageType: format.DataPage, Encoding: format.RLEDictionary, Count: e.nDict})
+	}
+	if e.nPlain > 0 {
+		md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPage, Encoding: format.Plain, Count: e.nPlain})
+	}
+	return format.ColumnChunk{FileOffset: start, MetaData: md}
+}
+
+// pageIndexes returns the chunk's column index (ok false when it has none)
+// and its offset index, for a chunk written at offset start.
+func (e *Chunk) pageIndexes(start int64) (ci format.ColumnIndex, ok bool, oi format.OffsetIndex) {
+	base := start + int64(len(e.dictPage))
+	locs := make([]format.PageLocation, len(e.locs))
+	for i, l := range e.locs {
+		l.Offset += base
+		locs[i] = l
+	}
+	oi.PageLocations = locs
+	if e.noIndex {
+		return ci, false, oi
+	}
+	ci = format.ColumnIndex{
+		NullPages:     append([]bool(nil), e.index.NullPages...),
+		MinValues:     append([][]byte(nil), e.index.MinValues...),
+		MaxValues:     append([][]byte(nil), e.index.MaxValues...),
+		BoundaryOrder: format.Unordered,
+		NullCounts:    append([]int64(nil), e.index.NullCounts...),
+	}
+	return ci, true, oi
 }

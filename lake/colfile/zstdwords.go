@@ -1,4 +1,4 @@
-package lake
+package colfile
 
 import (
 	"encoding/binary"

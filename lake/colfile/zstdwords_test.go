@@ -1,4 +1,4 @@
-package lake
+package colfile
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	kzstd "github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -129,16 +130,62 @@ func FuzzZstdWords(f *testing.F) {
 	})
 }
 
-// TestPQInt64PagesUseWordFrames checks that the writer compresses the
-// REQUIRED int64 pages of a raw_events file with appendZstdWords when
+// rawEventsLike are columns like tidemark's raw_events table's numbers
+// and payload, and rows of them: event times within an hour, arrival
+// times a millisecond apart, byte offsets, durations mostly zero, a
+// per-batch constant, doubles.
+func rawEventsLike(n int, seed uint64) ([]Column, [][]any) {
+	cols := []Column{
+		{Name: "arrival_time", Type: Timestamp, Dictionary: true},
+		{Name: "batch_id", Type: Int64, Dictionary: true},
+		{Name: "disorder_us", Type: Int64, Dictionary: true},
+		{Name: "event_time", Type: Timestamp, Dictionary: true},
+		{Name: "ingest_time", Type: Timestamp, Dictionary: true},
+		{Name: "offset", Type: Int64, Dictionary: true},
+		{Name: "payload", Type: ByteArray, Codec: Snappy},
+		{Name: "value", Type: Double, Optional: true, Dictionary: true},
+	}
+	r := rand.New(rand.NewPCG(seed, 7))
+	rows := make([][]any, n)
+	for i := range rows {
+		disorder := int64(0)
+		if r.IntN(10) == 0 {
+			disorder = int64(r.IntN(1_000_000))
+		}
+		var value any
+		if i%17 != 0 {
+			value = r.NormFloat64() * 1e6
+		}
+		rows[i] = []any{
+			int64(1767261600000000 + int64(i)*1000), int64(42), disorder,
+			int64(1767261600000000 + r.IntN(3_600_000_000)), int64(1767265200000000), int64(i) * 137,
+			fmt.Appendf(nil, `{"event_time":"%d","page":"/p/%d"}`, i, i%40), value,
+		}
+	}
+	return cols, rows
+}
+
+// TestInt64PagesUseWordFrames checks that the writer compresses the
+// REQUIRED int64 pages of a zstd column with appendZstdWords when
 // zstdWordsFit says so (the page body is the frame it makes of the page's
 // values, which the readers' zstd decoder turns back into them), with
 // zstd's own encoder otherwise, and no other page with it.
-func TestPQInt64PagesUseWordFrames(t *testing.T) {
-	tb := pqTable().withPayload(PayloadSnappy)
-	rows := pqRows(rowGroupRows+5000, 5)
-	path, _ := writePQ(t, tb, rows, t.TempDir())
-	f, pf := openPQ(t, path)
+func TestInt64PagesUseWordFrames(t *testing.T) {
+	cols, rows := rawEventsLike(32<<10+5000, 5)
+	path := WriteRows(t, t.TempDir(), cols, rows, 32<<10, 16<<10)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
 	dec, err := kzstd.NewReader(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +201,7 @@ func TestPQInt64PagesUseWordFrames(t *testing.T) {
 				t.Fatal(err)
 			}
 			var oi format.OffsetIndex
-			if err := unmarshalCompact(b, &oi); err != nil {
+			if err := thrift.Unmarshal(new(thrift.CompactProtocol), b, &oi); err != nil {
 				t.Fatal(err)
 			}
 			for _, loc := range oi.PageLocations {
@@ -262,7 +309,7 @@ func TestZstdWordsReferenceDecoder(t *testing.T) {
 // sequences and as whole values, and sequence counts of 1 and 2 bytes (3
 // would need a block past zwMaxBlock).
 func zstdReferenceCases(r *rand.Rand) map[string][]int64 {
-	const page = pageBytes / 8 // values in a page the writer cuts
+	const page = PageBytes / 8 // values in a page the writer cuts
 	ts := int64(1_767_261_600_000_000)
 	gen := func(n int, next func(i int) int64) []int64 {
 		w := make([]int64, n)
