@@ -78,4 +78,25 @@
 // workers 1.16 -> 0.93 CPU-s per run, zstd 0.54 -> 0.28; event_time,
 // disorder_us and offset 5-6% larger (3.43 / 3.42 / 2.05 MB against
 // 3.28 / 3.24 / 1.94).
+//
+// Re-measured for issue 34 (2026-12-03 20:44-20:48 UTC, 2 shared cores,
+// load average 2.6-3.1), against klauspost/compress's encoder used
+// directly (EncodeAll with a reused encoder, SpeedFastest: the codec of
+// every other page), it still pays, so it stays:
+//
+//   - BenchmarkInt64Pages (go test -run '^$' -bench BenchmarkInt64Pages
+//     -benchtime 200x -count 5 ./lake/colfile/, medians; 256 KiB pages
+//     shaped like the 1M-event bench input's): event_time 1545 MB/s and
+//     131.6 KB against 190 MB/s and 118.2 KB (8.1x the speed, 11% larger);
+//     offset 1834 against 292 MB/s, 67.6 against 66.2 KB (6.3x, 2% larger).
+//     Pages it does not frame (arrival_time's repeats, disorder_us's zeros,
+//     dictionary indexes, key strings) are klauspost's either way.
+//   - The whole stream, 1M events of scripts/gen (-seed 1 -keys 1000
+//     -files 8), tidemark stream as scripts/bench.sh runs it, 20
+//     alternating pairs of the two builds: median 1.15 against 1.27 CPU-s
+//     (framed faster in 16 pairs, slower in 1, 3 ties; median difference
+//     0.125 CPU-s), raw_events 49.48 against 48.69 MB (+1.6%).
+//   - scripts/bench.sh -n 1000000 -r 3, once per build: stream median 1.37
+//     (framed) and 1.38 CPU-s per million; three rounds on a shared machine
+//     do not separate them, the pairs above do.
 package colfile
