@@ -182,6 +182,31 @@ func TestPQFileReadBack(t *testing.T) {
 	}
 }
 
+// TestPQFileReadBackLZ4Raw reads back a raw_events file whose payload is
+// LZ4_RAW and compresses less than 3x (random bytes), with parquet-go's
+// reader and the lake's: parquet-go v0.32.0 read such pages as garbage
+// (its LZ4 decoder left the page buffer it was given unfilled), so a
+// --payload-codec lz4_raw lake of poorly compressible lines came back
+// empty or wrong to reconcile and compact; v0.32.1 decodes into it.
+func TestPQFileReadBackLZ4Raw(t *testing.T) {
+	tb := pqTable().withPayload(PayloadLZ4Raw)
+	rows := pqRows(3000, 1)
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, row := range rows {
+		p := make([]byte, 200)
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		row[tb.colNamed("payload")] = p
+	}
+	dir := t.TempDir()
+	path, df := writePQ(t, tb, rows, dir)
+	for _, err := range checkPQ(path, tb, rows, nil) {
+		t.Error(err)
+	}
+	checkOwnReader(t, tb, rows, dir, tb.name+"/"+df.Path)
+}
+
 // TestPQCheckCatchesBadIndex makes sure the check above fails a file whose
 // column index lies: each page's bounds shifted, then one null count.
 func TestPQCheckCatchesBadIndex(t *testing.T) {

@@ -13,12 +13,9 @@ import (
 
 // TestPagesDecodeEveryCodec decodes the data pages of a REQUIRED PLAIN
 // int64 column with each codec's own decoder, byte-exact against the
-// values. The property test and the fuzzer read files through
-// parquet-go's generic reader, which reads LZ4_RAW pages that compress
-// less than 3x as garbage (parquet-go v0.32.0 column.go decompress keeps
-// its pooled buffer when the lz4 decoder returned a new one of exactly the
-// page's size), so they use LZ4_RAW on byte columns only, as tidemark
-// does (the payload); this test covers it on numbers.
+// values: a check of the pages that does not go through parquet-go's page
+// reader (whose LZ4_RAW decoding, before v0.32.1, read pages that
+// compress less than 3x as garbage).
 func TestPagesDecodeEveryCodec(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	w := make([]int64, 3000)
