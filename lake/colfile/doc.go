@@ -9,7 +9,8 @@
 // column (NewChunk, pooled) given its values a run at a time (Add) and
 // then Finish, all chunks to WriteRowGroup; Close writes the page indexes
 // and the footer. Chunks of different columns may be encoded on different
-// goroutines; the file's bytes depend only on the values.
+// goroutines; a file's bytes depend only on the values and the runs they
+// are given in, not on the scheduling.
 //
 // # Why not parquet-go's writer
 //
