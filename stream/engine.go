@@ -27,12 +27,7 @@ import (
 // numbers are reused: memory is bounded by the peak number of open (window,
 // key) pairs and of keys in them, not by history.
 type Engine struct {
-	cfg Config
-
-	w    int64 // the global watermark; tidemark.MinTime while there is none
-	hasW bool
-
-	sources map[string]*source
+	watermarks // sources, W and the rule that advances it (watermark.go)
 
 	keyIDs   keyTable // keys of open slots -> index into keys
 	keys     []keyEntry
@@ -94,28 +89,6 @@ type changedRef struct {
 	idx   int32
 }
 
-type source struct {
-	max      int64 // max valid event time seen, µs
-	hasMax   bool
-	lastSeen int64 // now (unix ns) of the last batch with any line of the source
-	// frontier caps the source's max in advance (SetFrontier): the event
-	// time of its input that lags, so no file runs the watermark ahead of
-	// another that still has data.
-	frontier int64
-	capped   bool
-}
-
-// SetFrontier caps the watermark of a source at the end of the next
-// Process calls: wm_s = min(max event time, frontier) - lateness, until it
-// is set again; held false removes the cap. The runner sets it from the
-// source's Position after each read (ingest.Position.Frontier), so a file
-// whose events lag holds back those read ahead of it. The cap is not part
-// of State: it is logged with the batch's input and set again on replay.
-func (e *Engine) SetFrontier(name string, frontier int64, held bool) {
-	s := e.source(name)
-	s.frontier, s.capped = frontier, held
-}
-
 // BatchResult is what one Process or Drain call produced.
 type BatchResult struct {
 	// Emitted windows, sorted by window start, end and key. In append mode
@@ -147,10 +120,8 @@ func New(cfg Config, st *State) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg:     cfg,
-		w:       tidemark.MinTime,
-		sources: make(map[string]*source),
-		keyIDs:  newKeyTable(),
+		watermarks: newWatermarks(cfg),
+		keyIDs:     newKeyTable(),
 	}
 	if st != nil {
 		if err := e.load(st); err != nil {
@@ -178,12 +149,7 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 		e.evict()
 	}
 	e.resetChanged()
-	nowNs := now.UnixNano()
-
-	var res BatchResult
-	var stats eventStats
-	var src *source
-	var srcName string
+	b := e.begin(now)
 	var hashes [touchAhead]int
 	ahead := e.keyIDs.Len() >= touchMinKeys
 	for i := range recs {
@@ -191,39 +157,20 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 			e.touch(recs[i:min(i+touchAhead, len(recs))], hashes[:])
 		}
 		r := &recs[i]
-		if src == nil || r.Source != srcName {
-			src, srcName = e.source(r.Source), r.Source
-		}
-		src.lastSeen = nowNs
-		if r.Reason != tidemark.ReasonNone {
-			res.Quarantined++
+		if !e.observe(&b, r) {
 			continue
 		}
-		t := r.EventTime
-		stats.add(t)
-		r.Disorder = 0
-		switch {
-		case !src.hasMax:
-			src.max, src.hasMax = t, true
-		case src.max > t:
-			r.Disorder = src.max - t
-		default:
-			src.max = t
-		}
-		r.Status = tidemark.StatusOK
 		h := hashes[i%touchAhead]
 		if !ahead {
 			h = e.keyIDs.hash(r.Key)
 		}
 		if e.add(r, h) {
 			r.Status = tidemark.StatusLate
-			res.Dropped++
+			b.res.Dropped++
 		}
 	}
-	res.Rows = stats.n
-	res.MinEventTime, res.MaxEventTime, res.AvgEventTime = stats.result()
-
-	e.advance(nowNs)
+	e.end(&b)
+	res := b.res
 	if e.cfg.OutputMode == Update {
 		for _, c := range e.changed {
 			if e.closes(c.start) {
@@ -299,16 +246,6 @@ func (e *Engine) Close() error {
 	err := e.disk.db.Close()
 	e.disk = nil
 	return err
-}
-
-// source returns the state of the named source, creating it.
-func (e *Engine) source(name string) *source {
-	s := e.sources[name]
-	if s == nil {
-		s = &source{}
-		e.sources[name] = s
-	}
-	return s
 }
 
 // resetChanged starts a batch for change tracking: the slots the previous
@@ -460,51 +397,6 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 	b.slots = append(b.slots, idx)
 	e.index.put(&e.slots, idx)
 	return idx
-}
-
-// advance updates W from the per-source maxima at the end of a batch,
-// each capped at its frontier (SetFrontier). Sources without a valid event
-// yet, and sources idle for IdleTimeout, take no part unless their frontier
-// holds them; when none takes part W stays. W never decreases.
-func (e *Engine) advance(nowNs int64) {
-	idle := int64(e.cfg.IdleTimeout)
-	var w int64
-	found := false
-	for name, s := range e.sources {
-		m, ok := s.level()
-		if !ok || (!s.capped && idle > 0 && nowNs-s.lastSeen >= idle) {
-			continue
-		}
-		wm := tidemark.SubSat(m, e.cfg.lateness(name))
-		switch {
-		case !found:
-			w, found = wm, true
-		case e.cfg.Policy == PolicyMax:
-			w = max(w, wm)
-		default:
-			w = min(w, wm)
-		}
-	}
-	if found && (!e.hasW || w > e.w) {
-		e.w, e.hasW = w, true
-	}
-}
-
-// level is the event time the source's watermark follows: its max event
-// time, capped at its frontier while its input holds it back (files with
-// unread data or live ones not idle; such a source takes part even before
-// its first event). ok is false for a source with no valid event that its
-// input does not hold.
-func (s *source) level() (m int64, ok bool) {
-	switch {
-	case s.capped && s.hasMax:
-		return min(s.frontier, s.max), true
-	case s.capped:
-		return s.frontier, true
-	case s.hasMax:
-		return s.max, true
-	}
-	return 0, false
 }
 
 // closes reports whether the window starting at start is closed by W.
@@ -668,29 +560,4 @@ const (
 
 func (e *Engine) stateBytes() int64 {
 	return int64(e.index.Len())*bytesPerSlot + int64(e.keyIDs.Len())*bytesPerKey + e.keyBytes
-}
-
-// eventStats accumulates min, max and mean event time without overflow.
-type eventStats struct {
-	n        int64
-	min, max int64
-	base     int64
-	sum      float64 // sum of t - base
-}
-
-func (s *eventStats) add(t int64) {
-	if s.n == 0 {
-		s.min, s.max, s.base = t, t, t
-	}
-	s.n++
-	s.min = min(s.min, t)
-	s.max = max(s.max, t)
-	s.sum += float64(t - s.base)
-}
-
-func (s *eventStats) result() (lo, hi, avg int64) {
-	if s.n == 0 {
-		return 0, 0, 0
-	}
-	return s.min, s.max, s.base + int64(s.sum/float64(s.n))
 }

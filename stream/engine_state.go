@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 
 	"tidemark"
 )
@@ -59,16 +58,6 @@ func (e *Engine) State() *State {
 	return st
 }
 
-// sourceStates appends every source's state to dst, sorted by name.
-func (e *Engine) sourceStates(dst []SourceState) []SourceState {
-	from := len(dst)
-	for name, s := range e.sources {
-		dst = append(dst, SourceState{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen})
-	}
-	slices.SortFunc(dst[from:], func(a, b SourceState) int { return strings.Compare(a.Name, b.Name) })
-	return dst
-}
-
 // load replaces the engine's (fresh) state with a copy of st.
 func (e *Engine) load(st *State) error {
 	spec := st.Window.Normalized()
@@ -76,15 +65,8 @@ func (e *Engine) load(st *State) error {
 		return fmt.Errorf("window spec %d/%dµs differs from the configured %d/%dµs",
 			spec.Size, spec.Slide, e.cfg.Window.Size, e.cfg.Window.Slide)
 	}
-	e.w, e.hasW = tidemark.MinTime, st.HasWatermark
-	if st.HasWatermark {
-		e.w = st.Watermark
-	}
-	for _, s := range st.Sources {
-		if _, dup := e.sources[s.Name]; dup {
-			return fmt.Errorf("source %q listed twice", s.Name)
-		}
-		e.sources[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
+	if dup, ok := e.setState(st.Watermark, st.HasWatermark, st.Sources); !ok {
+		return fmt.Errorf("source %q listed twice", dup)
 	}
 	for _, r := range st.Open {
 		if r.Window.End-r.Window.Start != e.cfg.Window.Size {

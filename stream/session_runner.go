@@ -44,12 +44,10 @@ var (
 	_ windower = (*SessionEngine)(nil)
 )
 
-func (e *Engine) watermark() (int64, bool)   { return e.w, e.hasW }
 func (e *Engine) snapshot() []byte           { return e.MarshalSnapshot() }
 func (e *Engine) changelog() ([]byte, error) { return e.marshalChanges(), nil }
 
-func (e *SessionEngine) watermark() (int64, bool) { return e.w, e.hasW }
-func (e *SessionEngine) openRows() int64          { return int64(e.open) }
+func (e *SessionEngine) openRows() int64 { return int64(e.open) }
 
 // Err and Close: a session engine's state is in memory; nothing fails or
 // needs releasing.
@@ -62,16 +60,6 @@ func (e *SessionEngine) snapshot() []byte {
 }
 
 func (e *SessionEngine) changelog() ([]byte, error) { return e.Changes().MarshalBinary() }
-
-// sourceWatermarks and sourceMarks read only the sources and the config,
-// which the session engine keeps as Engine does.
-func (e *SessionEngine) sourceWatermarks() map[string]int64 {
-	return (&Engine{cfg: e.cfg, sources: e.sources}).sourceWatermarks()
-}
-
-func (e *SessionEngine) sourceMarks(now time.Time) []sourceMark {
-	return (&Engine{cfg: e.cfg, sources: e.sources}).sourceMarks(now)
-}
 
 // drainForCheckpoint is Drain for the --drain batch of a run: it returns
 // the emitted sessions and the state to checkpoint, as

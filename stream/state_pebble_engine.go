@@ -256,14 +256,7 @@ func (e *Engine) resumeDisk(streamID string, commit *commitEntry, cs *committedS
 // setDiskHeader sets the watermark and sources of a Pebble engine; every
 // stored pair is in a window the watermark has not closed.
 func (e *Engine) setDiskHeader(w int64, hasW bool, srcs []SourceState) {
-	e.w, e.hasW = tidemark.MinTime, hasW
-	if hasW {
-		e.w = w
-	}
-	e.sources = make(map[string]*source, len(srcs))
-	for _, s := range srcs {
-		e.sources[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
-	}
+	e.setState(w, hasW, srcs) // a marker or checkpoint that decoded lists each source once
 	size := e.cfg.Window.Size
 	e.disk.hasClosed = e.hasW && e.w >= tidemark.MinTime+size
 	if e.disk.hasClosed {
