@@ -17,7 +17,8 @@ var allowed = map[string][]string{
 	"tidemark/lake/store/storetest": {"tidemark/lake/store"},
 	"tidemark/lake/delta":           {"tidemark", "tidemark/lake/store"},
 	"tidemark/lake":                 {"tidemark", "tidemark/lake/store", "tidemark/lake/delta"},
-	"tidemark/stream":               {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},
+	"tidemark/stream/engine":        {"tidemark"},
+	"tidemark/stream":               {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta", "tidemark/stream/engine"},
 	"tidemark/batch":                {"tidemark", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/batch/lateness":       {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/reconcile":            {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
@@ -34,9 +35,9 @@ var testOnly = map[string]bool{"tidemark/lake/store/storetest": true}
 // "stream + reconcile == batch" property, the lateness what-if against the
 // engine's real drops).
 var testWiring = map[string][]string{
-	"tidemark/reconcile":      {"tidemark/stream"},
-	"tidemark/batch/lateness": {"tidemark/stream"},
-	"tidemark/batch":          {"tidemark/stream"}, // stream sessions + batch sessionization agree
+	"tidemark/reconcile":      {"tidemark/stream/engine"},
+	"tidemark/batch/lateness": {"tidemark/stream/engine"},
+	"tidemark/batch":          {"tidemark/stream/engine"}, // stream sessions + batch sessionization agree
 }
 
 type listedPackage struct {

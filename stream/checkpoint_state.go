@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"tidemark"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // The engine state after each batch lives beside the commits, in state/:
@@ -90,13 +90,13 @@ func changelogKey(id int64) string { return fmt.Sprintf("state/%020d.changelog",
 // carries. override replaces the engine's state (the drain batch, whose
 // checkpointed watermark is not the engine's); it is always a snapshot.
 // changes is the batch's encoded changelog (its CRC is the ref's Token).
-func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, override drainState, changes []byte) (*stateRef, error) {
+func (c *checkpoint) saveState(ctx context.Context, id int64, eng engine.Windower, override engine.Saved, changes []byte) (*stateRef, error) {
 	prev := c.tip
 	limit := c.maxChangelogs
 	if limit <= 0 {
 		limit = maxChangelogs
 	}
-	open := eng.openRows()
+	open := eng.OpenRows()
 	snapshot := override != nil || snapshotDue(prev, int64(len(changes)), open, limit)
 	ref := &stateRef{Snapshot: id, Token: frameCRC(changes), SnapshotRows: open}
 	if !snapshot {
@@ -112,59 +112,45 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 		return ref, nil
 	}
 	ref.File = snapshotKey(id)
-	var data []byte
-	switch e, ok := eng.(*Engine); {
-	case override == nil && ok:
-		n, sum, err := c.putSnapshot(ctx, ref.File, e)
+	if override != nil {
+		data, err := override.MarshalBinary()
 		if err != nil {
-			return nil, err
-		}
-		ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
-		c.tip = ref
-		return ref, nil
-	case override == nil:
-		data = eng.snapshot()
-	default:
-		var err error
-		if data, err = override.MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
 		}
+		ref.SnapshotBytes = int64(len(data))
+		ref.Bytes, ref.CRC = int64(len(data)), frameCRC(data)
+		if err := c.put(ctx, ref.File, data); err != nil {
+			return nil, err
+		}
+		c.tip = ref
+		return ref, nil
 	}
-	ref.SnapshotBytes = int64(len(data))
-	ref.Bytes, ref.CRC = int64(len(data)), frameCRC(data)
-	if err := c.put(ctx, ref.File, data); err != nil {
+	n, sum, err := c.putSnapshot(ctx, ref.File, eng)
+	if err != nil {
 		return nil, err
 	}
+	ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
 	c.tip = ref
 	return ref, nil
 }
 
 // putSnapshot streams the engine's snapshot to key through a pipe. The
-// store needs its size up front: the memory store adds up its encoded
+// store needs its size up front: the memory engine adds up its encoded
 // lengths without encoding; the Pebble store measures it (and its CRC) by a
-// first scan of the same Pebble snapshot the second writes. Memory stays at the encoder's 64 KiB
-// buffer whatever the state's size.
-func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (int64, uint32, error) {
-	write := eng.writeSnapshot
-	var size int64
-	var sum uint32
-	if eng.disk == nil {
-		size = eng.snapshotSize() // the slab gives it without encoding; the CRC comes with the write
-	} else {
-		snap := eng.disk.db.NewSnapshot()
-		defer snap.Close()
-		open := eng.disk.open
-		write = func(w io.Writer) (int64, uint32, error) { return eng.writeDiskSnapshot(snap, open, w) }
-		var err error
-		if size, sum, err = write(io.Discard); err != nil {
-			return 0, 0, err
-		}
+// first scan of the same Pebble snapshot the second writes. Memory stays at
+// the encoder's 64 KiB buffer whatever the state's size.
+func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng engine.Windower) (int64, uint32, error) {
+	snap, err := eng.Snapshot()
+	if err != nil {
+		return 0, 0, fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
+	defer snap.Release()
+	size, sum := snap.Size, snap.Sum
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		n, again, err := write(pw)
-		if err == nil && (n != size || (eng.disk != nil && again != sum)) {
+		n, again, err := snap.WriteTo(pw)
+		if err == nil && (n != size || (snap.Measured && again != sum)) {
 			err = errors.New("stream: the state changed while its snapshot was written")
 		}
 		sum = again
@@ -185,6 +171,8 @@ func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (
 // the CRC-32C of the whole file instead, frame CRC included, which is the
 // same constant for every intact file (a CRC's residue); checkFileCRC
 // accepts it for them.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 func frameCRC(data []byte) uint32 {
 	if len(data) < 4 {
 		return crc32.Checksum(data, castagnoli)
@@ -283,47 +271,22 @@ func (c *checkpoint) takeWritten() int64 {
 // restart that reuses a local Pebble state never decodes them and one that
 // rebuilds it streams them in.
 type committedState struct {
-	snapshot   *State // Open is empty while pairs holds them
-	pairs      []byte
-	n          int
-	changelogs []*Changes
+	snapshot   *engine.Encoded // its open pairs stay encoded until needed
+	changelogs []*engine.Changes
 	// session and sessionChanges replace them in a session stream's
 	// checkpoint (decodeStateFile picks by the file's magic).
-	session        *SessionState
-	sessionChanges []*SessionChanges
+	session        *engine.SessionState
+	sessionChanges []*engine.SessionChanges
 }
 
 // decodeSnapshot checks an encoded snapshot whole and returns it with its
 // open pairs still encoded.
 func decodeSnapshot(data []byte) (*committedState, error) {
-	d, err := openFramed(data, stateMagic, "state")
+	st, err := engine.DecodeState(data)
 	if err != nil {
 		return nil, err
 	}
-	st := new(State)
-	d.stateHeader(st)
-	n := d.count(minResultBytes)
-	pairs := d.b
-	for range n {
-		d.skipResult()
-	}
-	if err := d.finish("state"); err != nil {
-		return nil, err
-	}
-	return &committedState{snapshot: st, pairs: pairs, n: n}, nil
-}
-
-// full returns the snapshot with its open pairs decoded.
-func (cs *committedState) full() *State {
-	if cs.pairs != nil {
-		d := decoder{b: cs.pairs}
-		cs.snapshot.Open = make([]tidemark.Result, 0, cs.n)
-		for range cs.n {
-			cs.snapshot.Open = append(cs.snapshot.Open, d.result())
-		}
-		cs.pairs, cs.n = nil, 0
-	}
-	return cs.snapshot
+	return &committedState{snapshot: st}, nil
 }
 
 // loadState reads the chain ref names for commit id, checking each file;
@@ -392,8 +355,8 @@ func (e *corruptError) Error() string {
 func (e *corruptError) Unwrap() error { return e.err }
 
 // engine builds an engine with cfg holding the committed state.
-func (cs *committedState) engine(cfg Config) (*Engine, error) {
-	e, err := New(cfg, cs.full())
+func (cs *committedState) engine(cfg engine.Config) (*engine.Engine, error) {
+	e, err := engine.New(cfg, cs.snapshot.Full())
 	if err != nil {
 		return nil, err
 	}
@@ -406,11 +369,11 @@ func (cs *committedState) engine(cfg Config) (*Engine, error) {
 }
 
 // State returns the committed state as one snapshot (for inspection).
-func (cs *committedState) State() (*State, error) {
+func (cs *committedState) State() (*engine.State, error) {
 	if cs.snapshot == nil {
 		return cs.sessionView()
 	}
-	e, err := cs.engine(Config{Window: cs.snapshot.Window})
+	e, err := cs.engine(engine.Config{Window: cs.snapshot.Window})
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +389,7 @@ type committedBatch struct {
 	// SourceWatermarks is each source's watermark (µs), as the batch's
 	// commit recorded it; nil in checkpoints written before it was.
 	SourceWatermarks map[string]int64
-	State            *State        // the engine state, snapshot and changelogs folded (sorted)
+	State            *engine.State // the engine state, snapshot and changelogs folded (sorted)
 	Pending          *offsetsEntry // a batch logged after it and not committed (a restart replays it)
 }
 

@@ -17,6 +17,7 @@ import (
 	"tidemark"
 	"tidemark/ingest"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // Status is where a stream stands, as its checkpoint records it: what
@@ -272,8 +273,8 @@ func (s checkpointSnapshot) status(where string) (Status, error) {
 	if len(state.Open) > 0 {
 		out.OpenFrom, out.OpenTo = timePtr(from), timePtr(to)
 	}
-	if eng, err := New(Config{Window: state.Window}, &state); err == nil {
-		out.StateBytes = eng.stateBytes()
+	if eng, err := engine.New(engine.Config{Window: state.Window}, &state); err == nil {
+		out.StateBytes = eng.StateBytes()
 	}
 
 	// Sources: every one with a position or engine state, by name.

@@ -12,6 +12,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // openSources opens every --source at its checkpointed position.
@@ -326,17 +327,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // engine: nothing durable.
 // The records' disorder is measured as the watermark sees it (disorder.go)
 // from the batch's logged positions, so a replay measures the same.
-func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (BatchResult, error) {
+func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (engine.BatchResult, error) {
 	if r.lake != nil { // it is, except on a runner that has no lake
 		checkKeys(r.lake.Config(), recs)
 	}
 	end, err := r.disorder.decode(entry.End, "end")
 	if err != nil {
-		return BatchResult{}, err
+		return engine.BatchResult{}, err
 	}
 	start, err := r.disorder.decode(entry.Start, "start")
 	if err != nil {
-		return BatchResult{}, err
+		return engine.BatchResult{}, err
 	}
 	r.setFrontiers(end)
 	now := time.UnixMicro(entry.ReadTime)
@@ -344,16 +345,16 @@ func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (Ba
 		r.disorder.prev = end
 		return r.engine.Process(recs, now), r.afterProcess()
 	}
-	before := r.engine.sourceMarks(now)
-	w, hasW := r.engine.watermark()
+	before := r.engine.SourceMarks(now)
+	w, hasW := r.engine.Watermark()
 	res := r.engine.Process(recs, now)
-	r.disorder.measure(recs, start, end, before, w, hasW, r.cfg.Engine.lateness)
+	r.disorder.measure(recs, start, end, before, w, hasW, func(src string) int64 { return r.cfg.Engine.LatenessOf(src).Microseconds() })
 	return res, r.afterProcess()
 }
 
 // publish tells the world about a committed batch: the progress line and
 // metrics first, then the windows on --print.
-func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res BatchResult, marks []sourceMark, took time.Duration) error {
+func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res engine.BatchResult, marks []engine.SourceMark, took time.Duration) error {
 	r.report(entry, recs, counts, res, marks, took)
 	if r.cfg.Print == nil {
 		return nil
@@ -365,7 +366,7 @@ func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, counts reco
 }
 
 // commit writes the batch to the lake and records it in the checkpoint. state overrides the engine's state (used by drain).
-func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark.Record, res BatchResult, state drainState) error {
+func (r *runner) commit(ctx context.Context, entry offsetsEntry, recs []tidemark.Record, res engine.BatchResult, state engine.Saved) error {
 	// The state file is written beside the lake commits (their fsyncs
 	// overlap); the commit entry that names it waits for both.
 	var (

@@ -12,6 +12,7 @@ import (
 	"tidemark"
 	"tidemark/ingest"
 	"tidemark/lake"
+	"tidemark/stream/engine"
 )
 
 // Progress is what RunnerConfig.OnProgress learns after each committed
@@ -183,7 +184,7 @@ func (t *tracker) finishCompressed(end map[string]json.RawMessage) {
 }
 
 // progressOf builds the observer's view of a committed batch.
-func (r *runner) progressOf(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) Progress {
+func (r *runner) progressOf(entry offsetsEntry, recs []tidemark.Record, res engine.BatchResult, took time.Duration) Progress {
 	t := r.tracker()
 	if res.Rows > 0 && (!t.hasMax || res.MaxEventTime > t.maxEvent) {
 		t.maxEvent, t.hasMax = res.MaxEventTime, true
@@ -290,7 +291,7 @@ type eventTime struct {
 // report writes the batch's progress line and updates metrics.
 // marks are the engine's source marks right after the batch: the engine
 // may be processing the next batch by now (pipeline.go).
-func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res BatchResult, marks []sourceMark, took time.Duration) {
+func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res engine.BatchResult, marks []engine.SourceMark, took time.Duration) {
 	p := progress{
 		BatchID:     entry.BatchID,
 		Timestamp:   tidemark.FormatTime(entry.ReadTime),

@@ -21,6 +21,7 @@ import (
 	"tidemark/ingest"
 	"tidemark/lake"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // DefaultMaxBatchRows is --max-batch-rows' default: two row groups of a
@@ -34,7 +35,7 @@ const DefaultMaxBatchRows = 65536
 type RunnerConfig struct {
 	Sources []string             // one watermark input each: directory, glob or s3://bucket/prefix
 	Decoder ingest.DecoderConfig // how lines become records
-	Engine  Config               // windows, watermark, late rule, output mode
+	Engine  engine.Config        // windows, watermark, late rule, output mode
 	Lake    string               // directory or s3://bucket/prefix
 	S3      store.S3Config       // endpoint and credentials for s3:// lakes and sources
 	Name    string               // stream name, unique in the lake (lake.ClaimName); default "stream"
@@ -243,7 +244,7 @@ type runner struct {
 	ck      *checkpoint
 	lock    *lock
 	id      string // stream id: the lake's txn appId
-	engine  windower
+	engine  engine.Windower
 	sources []ingest.Source
 	nextID  int64 // the next batch id
 	// gcRestore, while set, turns the GC's pacing back on (holdGC).

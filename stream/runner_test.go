@@ -18,6 +18,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // runnerConfig is a small stream over dir into lakeDir.
@@ -30,7 +31,7 @@ func runnerConfig(t testing.TB, dir, lakeDir string) RunnerConfig {
 	return RunnerConfig{
 		Sources: []string{dir},
 		Decoder: ingest.DecoderConfig{Keys: []string{"page"}, ValueField: "value"},
-		Engine:  Config{Window: spec},
+		Engine:  engine.Config{Window: spec},
 		Lake:    lakeDir,
 		Rescan:  time.Second,
 	}

@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"bytes"
@@ -275,7 +275,7 @@ func (e *Engine) sortSlots(b *bucket, buf []keyOrder) []keyOrder {
 // orderedPrefix returns the first eight bytes of appendOrderedKey(key) as a
 // big-endian number (zero-padded), so prefixes order as keys do wherever
 // they differ. Single-byte-length values and nulls are encoded in place;
-// anything else goes through appendOrderedKeyChecked.
+// anything else goes through AppendOrderedKey.
 func orderedPrefix(key tidemark.Key, dst []byte) uint64 {
 	s := string(key)
 	for len(dst) < 8 && len(s) > 0 {
@@ -298,7 +298,7 @@ func orderedPrefix(key tidemark.Key, dst []byte) uint64 {
 			dst = append(dst, 0, 1)
 			s = s[2+int(s[1]):]
 		default:
-			dst = appendOrderedKeyChecked(dst[:0], key)
+			dst = AppendOrderedKey(dst[:0], key)
 			s = ""
 		}
 	}
@@ -557,4 +557,76 @@ func (d *decoder) count(minSize int) int {
 		return 0
 	}
 	return int(n)
+}
+
+// Encoded is a checked encoded State whose open pairs stay encoded until
+// they are needed: a restart that reuses its Store never decodes them and
+// one that rebuilds it streams them in (OpenStore).
+type Encoded struct {
+	*State // Open is empty while pairs holds them
+	pairs  []byte
+	n      int
+}
+
+// DecodeState checks an encoded State whole and returns it with its open
+// pairs still encoded.
+func DecodeState(data []byte) (*Encoded, error) {
+	d, err := openFramed(data, stateMagic, "state")
+	if err != nil {
+		return nil, err
+	}
+	st := new(State)
+	d.stateHeader(st)
+	n := d.count(minResultBytes)
+	pairs := d.b
+	for range n {
+		d.skipResult()
+	}
+	if err := d.finish("state"); err != nil {
+		return nil, err
+	}
+	return &Encoded{State: st, pairs: pairs, n: n}, nil
+}
+
+// Full returns the state with its open pairs decoded.
+func (s *Encoded) Full() *State {
+	if s.pairs != nil {
+		d := decoder{b: s.pairs}
+		s.State.Open = make([]tidemark.Result, 0, s.n)
+		for range s.n {
+			s.State.Open = append(s.State.Open, d.result())
+		}
+		s.pairs, s.n = nil, 0
+	}
+	return s.State
+}
+
+// each calls fn for every open pair, decoding one at a time.
+func (s *Encoded) each(fn func(tidemark.Result) error) error {
+	if s.pairs != nil {
+		dec := decoder{b: s.pairs}
+		for range s.n {
+			if err := fn(dec.result()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range s.State.Open {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AppendAgg appends the encoding of an aggregate: a result's tail in a
+// state file, and a Store's value for a pair.
+func AppendAgg(b []byte, a tidemark.Agg) []byte { return appendAgg(b, a) }
+
+// DecodeAgg decodes an aggregate AppendAgg encoded, all of v.
+func DecodeAgg(v []byte) (tidemark.Agg, error) {
+	d := decoder{b: v}
+	a := d.agg()
+	return a, d.finish("local state aggregate")
 }

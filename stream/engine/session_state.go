@@ -1,6 +1,7 @@
-package stream
+package engine
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -170,3 +171,7 @@ func (s *SessionState) UnmarshalBinary(data []byte) error {
 	*s = st
 	return nil
 }
+
+// IsSessionState reports whether data is an encoded SessionState (by its
+// magic), rather than a State.
+func IsSessionState(data []byte) bool { return bytes.HasPrefix(data, []byte(sessionStateMagic)) }

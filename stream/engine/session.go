@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"container/heap"
@@ -105,7 +105,13 @@ func NewSessionEngine(gap time.Duration, cfg Config, st *SessionState) (*Session
 	return e, nil
 }
 
-// sessionGap checks a --session-gap value and returns it in µs.
+// CheckSessionGap checks a session gap: positive, whole microseconds.
+func CheckSessionGap(gap time.Duration) error {
+	_, err := sessionGap(gap)
+	return err
+}
+
+// sessionGap checks a session gap and returns it in µs.
 func sessionGap(gap time.Duration) (int64, error) {
 	if gap <= 0 {
 		return 0, fmt.Errorf("stream config: session gap must be positive, got %s", gap)
@@ -159,7 +165,7 @@ func (e *SessionEngine) finish(res *BatchResult) {
 	slices.SortFunc(res.Emitted, tidemark.CompareResults)
 	res.Watermark, res.HasWatermark = e.w, e.hasW
 	res.OpenWindows = e.open
-	res.StateBytes = e.stateBytes()
+	res.StateBytes = e.StateBytes()
 }
 
 // Late reports whether a valid row at event time t for key would be late
@@ -278,7 +284,8 @@ const (
 	bytesPerSessionKey = 112
 )
 
-func (e *SessionEngine) stateBytes() int64 {
+// StateBytes estimates the memory the open sessions hold.
+func (e *SessionEngine) StateBytes() int64 {
 	return int64(e.open)*bytesPerSession + int64(len(e.keys))*bytesPerSessionKey + e.keyBytes
 }
 

@@ -1,7 +1,4 @@
-// Package stream is tidemark's speed layer: an event-time window engine
-// (watermarks, late rules, append and update output) and, around it, the
-// runner that feeds it from sources and commits its output to the lake.
-package stream
+package engine
 
 import (
 	"cmp"
@@ -45,11 +42,11 @@ type Engine struct {
 	wins     []tidemark.Window
 	keyBytes int64
 
-	// disk, with StatePebble, holds the open state; the slab then holds
-	// only the pairs touched since the last flush (state_pebble.go).
-	disk    *diskState
-	memNew  int64 // slab pairs the disk store does not hold yet
-	diskErr error // the first failed disk read, reported by Err and the flush
+	// disk, with a Store (OpenStore), holds the open state; the slab then
+	// holds only the pairs touched since the last flush (store.go).
+	disk    *stored
+	memNew  int64 // slab pairs the store does not hold yet
+	diskErr error // the first failed store read, reported by Err and the flush
 
 	touched int32 // what touch read, kept so its reads are not optimized away
 }
@@ -72,7 +69,7 @@ type slot struct {
 }
 
 // changedBit in slot.seqf marks a slot listed in Engine.changed; diskBit
-// (state_pebble.go) one the Pebble store holds too.
+// (store.go) one the Store holds too.
 const changedBit = 1 << 31
 
 func (s *slot) seq() uint32 { return s.seqf &^ (changedBit | diskBit) }
@@ -217,15 +214,15 @@ func (e *Engine) finish(res *BatchResult, ordered bool) {
 		slices.SortFunc(res.Emitted, tidemark.CompareResults)
 	}
 	res.Watermark, res.HasWatermark = e.w, e.hasW
-	res.OpenWindows = int(e.openRows())
-	res.StateBytes = e.stateBytes()
+	res.OpenWindows = int(e.OpenRows())
+	res.StateBytes = e.StateBytes()
 	if e.disk != nil {
-		res.StateBytes += e.disk.bytes()
+		res.StateBytes += e.disk.st.Bytes()
 	}
 }
 
-// openRows is the number of open (window, key) pairs, on either store.
-func (e *Engine) openRows() int64 {
+// OpenRows is the number of open (window, key) pairs, on either store.
+func (e *Engine) OpenRows() int64 {
 	if e.disk != nil {
 		return e.disk.open + e.memNew
 	}
@@ -233,17 +230,17 @@ func (e *Engine) openRows() int64 {
 }
 
 // Err reports a failure of the state store during the last Process or
-// Drain (a Pebble read); its result must then not be used. The memory store
+// Drain (a Store read); its result must then not be used. The memory engine
 // never fails.
 func (e *Engine) Err() error { return e.diskErr }
 
-// Close releases the state store (the Pebble database); the engine is not
+// Close releases the state store (Store.Close); the engine is not
 // usable after it. Closing a memory engine or a nil one does nothing.
 func (e *Engine) Close() error {
 	if e == nil || e.disk == nil {
 		return nil
 	}
-	err := e.disk.db.Close()
+	err := e.disk.st.Close()
 	e.disk = nil
 	return err
 }
@@ -412,7 +409,7 @@ func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
 }
 
 // closeWindows frees every window with end <= w, appending it to out when
-// emit is set. With the Pebble store the stored pairs of those windows are
+// emit is set. With a Store the stored pairs of those windows are
 // found by a range scan (closeDisk), never a scan of all state.
 func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidemark.Result {
 	size := e.cfg.Window.Size
@@ -558,6 +555,7 @@ const (
 	bytesPerKey  = 32
 )
 
-func (e *Engine) stateBytes() int64 {
+// StateBytes estimates the memory the open state holds in the slab.
+func (e *Engine) StateBytes() int64 {
 	return int64(e.index.Len())*bytesPerSlot + int64(e.keyIDs.Len())*bytesPerKey + e.keyBytes
 }

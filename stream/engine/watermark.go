@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"slices"
@@ -48,9 +48,6 @@ func (m *watermarks) SetFrontier(name string, frontier int64, held bool) {
 	s := m.source(name)
 	s.frontier, s.capped = frontier, held
 }
-
-// watermark returns W and whether there is one.
-func (m *watermarks) watermark() (int64, bool) { return m.w, m.hasW }
 
 // source returns the state of the named source, creating it.
 func (m *watermarks) source(name string) *source {
@@ -190,9 +187,9 @@ func (m *watermarks) sourceStates(dst []SourceState) []SourceState {
 	return dst
 }
 
-// sourceMark is one source's part of the watermark after a batch: what the
+// SourceMark is one source's part of the watermark after a batch: what the
 // status page and the progress line show per source.
-type sourceMark struct {
+type SourceMark struct {
 	Name         string
 	MaxEventTime int64 // µs; meaningful when HasEventTime
 	Watermark    int64 // MaxEventTime (capped at the frontier) − the source's lateness budget, µs; meaningful when HasWatermark
@@ -202,9 +199,9 @@ type sourceMark struct {
 	LastSeen     int64 // unix ns of the last batch holding a line of the source; 0 for none
 }
 
-// sourceWatermarks returns the watermark of every source that has one, by
+// SourceWatermarks returns the watermark of every source that has one, by
 // name (µs).
-func (m *watermarks) sourceWatermarks() map[string]int64 {
+func (m *watermarks) SourceWatermarks() map[string]int64 {
 	out := make(map[string]int64, len(m.sources))
 	for name, s := range m.sources {
 		if lvl, ok := s.level(); ok {
@@ -214,22 +211,22 @@ func (m *watermarks) sourceWatermarks() map[string]int64 {
 	return out
 }
 
-// sourceMarks returns each source's max event time, watermark and idleness
+// SourceMarks returns each source's max event time, watermark and idleness
 // at now (the last batch's now), sorted by name. It reads the same fields
 // advance does, so the figures are the ones W was computed from.
-func (m *watermarks) sourceMarks(now time.Time) []sourceMark {
+func (m *watermarks) SourceMarks(now time.Time) []SourceMark {
 	nowNs := now.UnixNano()
 	idle := int64(m.cfg.IdleTimeout)
-	out := make([]sourceMark, 0, len(m.sources))
+	out := make([]SourceMark, 0, len(m.sources))
 	for name, s := range m.sources {
-		sm := sourceMark{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen}
+		sm := SourceMark{Name: name, MaxEventTime: s.max, HasEventTime: s.hasMax, LastSeen: s.lastSeen}
 		if lvl, ok := s.level(); ok {
 			sm.Watermark, sm.HasWatermark = tidemark.SubSat(lvl, m.cfg.lateness(name)), true
 		}
 		sm.Idle = idle > 0 && nowNs-s.lastSeen >= idle
 		out = append(out, sm)
 	}
-	slices.SortFunc(out, func(a, b sourceMark) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b SourceMark) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
