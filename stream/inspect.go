@@ -147,8 +147,10 @@ type Holder struct {
 }
 
 func lockHolder(ctx context.Context, st store.Store) Holder {
-	if d, ok := st.(*store.Dir); ok { // the lock's own test: see acquireLock
-		return flockHolder(filepath.Join(d.String(), localKey), "/proc/locks")
+	if _, ok := st.(store.Locker); ok {
+		// The lease's own test (store.AcquireLease): a store that locks a
+		// local file locks localKey under its root, which it names.
+		return flockHolder(filepath.Join(st.String(), localKey), "/proc/locks")
 	}
 	data, err := store.ReadAll(ctx, st, leaseKey)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -99,30 +99,30 @@ type RunnerConfig struct {
 	OnProgress func(Progress)
 }
 
-// Validate checks what `tidemark stream` would refuse, with the flags'
-// names in its messages (the engine's own checks follow in New): Run calls
-// it first, so a bad config fails before anything is opened.
+// Validate checks what the runner refuses before anything is opened (the
+// engine's own checks follow in New): Run calls it first. Its errors are
+// *ConfigError, naming the config's fields.
 func (c RunnerConfig) Validate() error {
 	if err := c.validateSessions(); err != nil {
 		return err
 	}
 	switch {
 	case len(c.Sources) == 0:
-		return errors.New("--source is required: a directory or s3://bucket/prefix")
+		return configErr("{Sources} is required: a directory or s3://bucket/prefix")
 	case c.Engine.Window.Size == 0 && c.SessionGap == 0:
-		return errors.New("--window is required, e.g. --window 10m")
+		return configErr("{Engine.Window.Size} is required, e.g. {Engine.Window.Size} 10m")
 	case c.Engine.Lateness < 0:
-		return fmt.Errorf("--lateness must not be negative, got %s", c.Engine.Lateness)
+		return configErr("{Engine.Lateness} must not be negative, got %s", c.Engine.Lateness)
 	case c.Engine.IdleTimeout < 0:
-		return fmt.Errorf("--idle-timeout must not be negative, got %s", c.Engine.IdleTimeout)
+		return configErr("{Engine.IdleTimeout} must not be negative, got %s", c.Engine.IdleTimeout)
 	case c.MaxBatchRows < 0:
-		return fmt.Errorf("--max-batch-rows must be at least 1, got %d", c.MaxBatchRows)
+		return configErr("{MaxBatchRows} must be at least 1, got %d", c.MaxBatchRows)
 	case c.Drain && !c.Once:
-		return errors.New("--drain needs --once: a continuous stream never drains")
+		return configErr("{Drain} needs {Once}: a continuous stream never drains")
 	}
 	for name := range c.Engine.SourceLateness {
 		if !slices.Contains(c.Sources, name) {
-			return fmt.Errorf("--source-lateness: %q is not one of the --source values %q", name, c.Sources)
+			return configErr("{Engine.SourceLateness}: %q is not one of the {Sources} values %q", name, c.Sources)
 		}
 	}
 	if err := lake.CheckKeys(c.Decoder.Keys); err != nil {
@@ -130,6 +130,49 @@ func (c RunnerConfig) Validate() error {
 	}
 	return c.Decoder.Validate()
 }
+
+// ConfigError is a RunnerConfig that Validate refuses. Its text names the
+// config's settings by field path in braces ("{Engine.Lateness} must not
+// be negative"): Error writes the field paths, and Phrase lets a caller
+// name them its own way (cmd/tidemark writes its flags).
+type ConfigError struct {
+	format string // fmt format with {Field} placeholders
+	args   []any
+	err    error // wrapped, when set
+}
+
+func configErr(format string, args ...any) *ConfigError {
+	return &ConfigError{format: format, args: args}
+}
+
+// Error is the message with each field named by its path in RunnerConfig.
+func (e *ConfigError) Error() string {
+	return "stream config: " + e.Phrase(func(field string) string { return field })
+}
+
+// Phrase is the message with each field named name(field).
+func (e *ConfigError) Phrase(name func(field string) string) string {
+	var b strings.Builder
+	f := e.format
+	for {
+		i := strings.IndexByte(f, '{')
+		j := strings.IndexByte(f[i+1:], '}')
+		if i < 0 || j < 0 {
+			b.WriteString(f)
+			break
+		}
+		b.WriteString(f[:i])
+		b.WriteString(strings.ReplaceAll(name(f[i+1:i+1+j]), "%", "%%"))
+		f = f[i+2+j:]
+	}
+	msg := fmt.Sprintf(b.String(), e.args...)
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return msg
+}
+
+func (e *ConfigError) Unwrap() error { return e.err }
 
 func (c *RunnerConfig) defaults() {
 	if c.Name == "" {

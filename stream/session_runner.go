@@ -45,14 +45,14 @@ func (c RunnerConfig) validateSessions() error {
 	}
 	switch {
 	case c.Engine.Window.Size != 0 || c.Engine.Window.Slide != 0:
-		return errors.New("--session-gap replaces --window and --slide: a session's length is set by its events and the gap; leave them out")
+		return configErr("{SessionGap} replaces {Engine.Window.Size} and {Engine.Window.Slide}: a session's length is set by its events and the gap; leave them out")
 	case c.Engine.OutputMode != engine.Append:
-		return errors.New("--session-gap supports only --output-mode append: a session is emitted once, when it closes")
+		return configErr("{SessionGap} supports only {Engine.OutputMode} append: a session is emitted once, when it closes")
 	case c.State.Store == StatePebble:
-		return errors.New("--session-gap keeps its open sessions in memory: --state-store pebble is not supported with it")
+		return configErr("{SessionGap} keeps its open sessions in memory: {State.Store} pebble is not supported with it")
 	}
 	if err := engine.CheckSessionGap(c.SessionGap); err != nil {
-		return fmt.Errorf("--session-gap: %w", err)
+		return &ConfigError{format: "{SessionGap}", err: err}
 	}
 	return nil
 }

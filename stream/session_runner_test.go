@@ -29,9 +29,9 @@ func TestRunnerConfigValidateSessions(t *testing.T) {
 		change func(*RunnerConfig)
 		want   string
 	}{
-		{func(c *RunnerConfig) { c.Engine.Window = tidemark.WindowSpec{Size: 60_000_000} }, "--session-gap replaces --window and --slide"},
-		{func(c *RunnerConfig) { c.Engine.Window.Slide = 1 }, "--session-gap replaces --window and --slide"},
-		{func(c *RunnerConfig) { c.Engine.OutputMode = engine.Update }, "only --output-mode append"},
+		{func(c *RunnerConfig) { c.Engine.Window = tidemark.WindowSpec{Size: 60_000_000} }, "SessionGap replaces Engine.Window.Size and Engine.Window.Slide"},
+		{func(c *RunnerConfig) { c.Engine.Window.Slide = 1 }, "SessionGap replaces Engine.Window.Size and Engine.Window.Slide"},
+		{func(c *RunnerConfig) { c.Engine.OutputMode = engine.Update }, "only Engine.OutputMode append"},
 		{func(c *RunnerConfig) { c.SessionGap = -time.Second }, "session gap must be positive"},
 		{func(c *RunnerConfig) { c.SessionGap = time.Nanosecond }, "whole microseconds"},
 	} {
