@@ -51,6 +51,28 @@ type Windower interface {
 	Close() error
 }
 
+// BatchResult is what one Process or Drain call produced.
+type BatchResult struct {
+	// Emitted windows, sorted by window start, end and key. In append mode
+	// only closing windows (Final); in update mode also every open window
+	// whose aggregate changed in the batch (not Final). A window that changed
+	// and closed in the same batch appears once, final.
+	Emitted []tidemark.Result
+
+	Watermark    int64 // W after the batch (tidemark.MaxTime after Drain)
+	HasWatermark bool  // false until some batch ended with a valid event
+
+	Rows        int64 // valid records in the batch
+	Dropped     int64 // rows_dropped_by_watermark: valid records given StatusLate
+	Quarantined int64 // records skipped because Reason != ReasonNone
+
+	// Event time over the valid records of the batch; zero when Rows == 0.
+	MinEventTime, MaxEventTime, AvgEventTime int64
+
+	OpenWindows int   // open (window, key) state rows after the batch
+	StateBytes  int64 // estimate of the memory those rows hold
+}
+
 // Saved is a state the --drain batch checkpoints in place of the engine's:
 // a *State or a *SessionState.
 type Saved interface {
