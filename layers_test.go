@@ -20,7 +20,8 @@ var allowed = map[string][]string{
 	"tidemark/lake/colfile/colfiletest": {"tidemark/lake/colfile"},
 	"tidemark/lake/delta":               {"tidemark", "tidemark/lake/store"},
 	"tidemark/lake":                     {"tidemark", "tidemark/lake/store", "tidemark/lake/delta", "tidemark/lake/colfile"},
-	"tidemark/stream":                   {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},
+	"tidemark/stream/engine":            {"tidemark"},
+	"tidemark/stream":                   {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta", "tidemark/stream/engine"},
 	"tidemark/batch":                    {"tidemark", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/batch/lateness":           {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
 	"tidemark/reconcile":                {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
@@ -46,9 +47,9 @@ var leaves = map[string][]string{
 // "stream + reconcile == batch" property, the lateness what-if against the
 // engine's real drops).
 var testWiring = map[string][]string{
-	"tidemark/reconcile":      {"tidemark/stream"},
-	"tidemark/batch/lateness": {"tidemark/stream"},
-	"tidemark/batch":          {"tidemark/stream"}, // stream sessions + batch sessionization agree
+	"tidemark/reconcile":      {"tidemark/stream/engine"},
+	"tidemark/batch/lateness": {"tidemark/stream/engine"},
+	"tidemark/batch":          {"tidemark/stream/engine"}, // stream sessions + batch sessionization agree
 }
 
 type listedPackage struct {

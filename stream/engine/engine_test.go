@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"bytes"
@@ -425,8 +425,8 @@ func TestSnapshotSortsAddedSlots(t *testing.T) {
 	if len(out) != open || !slices.IsSortedFunc(out, tidemark.CompareResults) {
 		t.Fatalf("the drain emitted %d of %d windows, or out of key order", len(out), open)
 	}
-	if e.index.Len() != 0 || e.stateBytes() != 0 {
-		t.Fatalf("after the drain %d open pairs, %d state bytes", e.index.Len(), e.stateBytes())
+	if e.index.Len() != 0 || e.StateBytes() != 0 {
+		t.Fatalf("after the drain %d open pairs, %d state bytes", e.index.Len(), e.StateBytes())
 	}
 }
 

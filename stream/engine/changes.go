@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"encoding/binary"
@@ -97,16 +97,10 @@ func (e *Engine) Apply(c *Changes) error {
 	if !c.HasWatermark && e.hasW {
 		return errors.New("stream: changelog without a watermark applied to a state with one")
 	}
-	sources := make(map[string]*source, len(c.Sources))
-	for _, s := range c.Sources {
-		if _, dup := sources[s.Name]; dup {
-			return fmt.Errorf("stream: changelog lists source %q twice", s.Name)
-		}
-		sources[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
+	if dup, ok := e.setState(c.Watermark, c.HasWatermark, c.Sources); !ok {
+		return fmt.Errorf("stream: changelog lists source %q twice", dup)
 	}
-	e.sources = sources
 	if c.HasWatermark {
-		e.w, e.hasW = c.Watermark, true
 		e.closeWindows(e.w, nil, false)
 	}
 	size := e.cfg.Window.Size

@@ -1,6 +1,7 @@
-package stream
+package engine
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -36,7 +37,7 @@ func (e *SessionEngine) State() *SessionState {
 		Gap:          e.gap,
 		Watermark:    e.w,
 		HasWatermark: e.hasW,
-		Sources:      e.sourceStates(),
+		Sources:      e.sourceStates(make([]SourceState, 0, len(e.sources))),
 		Open:         make([]tidemark.Result, 0, e.open),
 	}
 	for _, k := range e.keys {
@@ -52,18 +53,6 @@ func (e *SessionEngine) State() *SessionState {
 	return st
 }
 
-func (e *SessionEngine) sourceStates() []SourceState {
-	// Engine.sourceStates reads only e.sources; build a shell to share it.
-	shell := Engine{sources: e.sources}
-	return shell.sourceStates(make([]SourceState, 0, len(e.sources)))
-}
-
-// SetFrontier caps a source's watermark as Engine.SetFrontier does.
-func (e *SessionEngine) SetFrontier(name string, frontier int64, held bool) {
-	s := e.source(name)
-	s.frontier, s.capped = frontier, held
-}
-
 // load replaces the engine's (fresh) state with a copy of st, checking
 // every invariant the engine keeps: sessions of a key disjoint, none
 // closed by the watermark, each at least a gap long and holding a row,
@@ -72,15 +61,9 @@ func (e *SessionEngine) load(st *SessionState) error {
 	if st.Gap != e.gap {
 		return fmt.Errorf("session gap %dµs differs from the configured %dµs", st.Gap, e.gap)
 	}
-	e.w, e.hasW = tidemark.MinTime, st.HasWatermark
-	if st.HasWatermark {
-		e.w = st.Watermark
+	if dup, ok := e.setState(st.Watermark, st.HasWatermark, st.Sources); !ok {
+		return fmt.Errorf("source %q listed twice", dup)
 	}
-	sources, err := sourcesOf(st.Sources)
-	if err != nil {
-		return err
-	}
-	e.sources = sources
 	key := func(kk tidemark.Key) *sessionKey {
 		k := e.keys[kk]
 		if k == nil {
@@ -136,19 +119,6 @@ func (e *SessionEngine) load(st *SessionState) error {
 	return nil
 }
 
-// sourcesOf rebuilds the sources of a snapshot or changelog entry.
-// (Engine.load and Engine.Apply hold the same loop; they can call this.)
-func sourcesOf(states []SourceState) (map[string]*source, error) {
-	out := make(map[string]*source, len(states))
-	for _, s := range states {
-		if _, dup := out[s.Name]; dup {
-			return nil, fmt.Errorf("source %q listed twice", s.Name)
-		}
-		out[s.Name] = &source{max: s.MaxEventTime, hasMax: s.HasEventTime, lastSeen: s.LastSeen}
-	}
-	return out, nil
-}
-
 // sessionStateMagic starts every encoded SessionState; the last byte is
 // the format version.
 const sessionStateMagic = "TMSS\x01"
@@ -201,3 +171,7 @@ func (s *SessionState) UnmarshalBinary(data []byte) error {
 	*s = st
 	return nil
 }
+
+// IsSessionState reports whether data is an encoded SessionState (by its
+// magic), rather than a State.
+func IsSessionState(data []byte) bool { return bytes.HasPrefix(data, []byte(sessionStateMagic)) }

@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"container/heap"
@@ -39,15 +39,11 @@ import (
 // move as rows arrive before it, which would leave earlier non-final rows
 // keyed by a start that no longer exists.
 type SessionEngine struct {
-	cfg Config
-	gap int64
+	watermarks // sources, W and the rule that advances it (watermark.go)
 
-	w    int64
-	hasW bool
-
-	sources map[string]*source
-	keys    map[tidemark.Key]*sessionKey
-	due     sessionHeap // keys with open sessions or a closed horizon, soonest first
+	gap  int64
+	keys map[tidemark.Key]*sessionKey
+	due  sessionHeap // keys with open sessions or a closed horizon, soonest first
 
 	open     int   // open sessions
 	keyBytes int64 // bytes of the keys in keys
@@ -96,11 +92,9 @@ func NewSessionEngine(gap time.Duration, cfg Config, st *SessionState) (*Session
 		return nil, err
 	}
 	e := &SessionEngine{
-		cfg:     cfg,
-		gap:     g,
-		w:       tidemark.MinTime,
-		sources: make(map[string]*source),
-		keys:    make(map[tidemark.Key]*sessionKey),
+		watermarks: newWatermarks(cfg),
+		gap:        g,
+		keys:       make(map[tidemark.Key]*sessionKey),
 	}
 	e.due.gap = g
 	if st != nil {
@@ -111,7 +105,13 @@ func NewSessionEngine(gap time.Duration, cfg Config, st *SessionState) (*Session
 	return e, nil
 }
 
-// sessionGap checks a --session-gap value and returns it in µs.
+// CheckSessionGap checks a session gap: positive, whole microseconds.
+func CheckSessionGap(gap time.Duration) error {
+	_, err := sessionGap(gap)
+	return err
+}
+
+// sessionGap checks a session gap and returns it in µs.
 func sessionGap(gap time.Duration) (int64, error) {
 	if gap <= 0 {
 		return 0, fmt.Errorf("stream config: session gap must be positive, got %s", gap)
@@ -131,54 +131,24 @@ func (e *SessionEngine) Gap() time.Duration { return time.Duration(e.gap) * time
 // every session with end <= W is emitted, final.
 func (e *SessionEngine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 	e.resetChanged()
-	nowNs := now.UnixNano()
-	var res BatchResult
-	var stats eventStats
-	var src *source
-	var srcName string
+	b := e.begin(now)
 	for i := range recs {
 		r := &recs[i]
-		if src == nil || r.Source != srcName {
-			src, srcName = e.source(r.Source), r.Source
-		}
-		src.lastSeen = nowNs
-		if r.Reason != tidemark.ReasonNone {
-			res.Quarantined++
+		if !e.observe(&b, r) {
 			continue
 		}
-		stats.add(r.EventTime)
-		src.observe(r)
-		r.Status = tidemark.StatusOK
 		if !e.add(r) {
 			r.Status = tidemark.StatusLate
-			res.Dropped++
+			b.res.Dropped++
 		}
 	}
-	res.Rows = stats.n
-	res.MinEventTime, res.MaxEventTime, res.AvgEventTime = stats.result()
-	if w, ok := advanceWatermark(e.sources, e.cfg, nowNs, e.w, e.hasW); ok {
-		e.w, e.hasW = w, true
-	}
+	e.end(&b)
+	res := b.res
 	if e.hasW {
 		res.Emitted = e.closeUpTo(e.w, res.Emitted)
 	}
 	e.finish(&res)
 	return res
-}
-
-// observe sets r's disorder against the source's max event time and
-// raises the max. (Engine.Process holds the same lines; it can call this.)
-func (s *source) observe(r *tidemark.Record) {
-	t := r.EventTime
-	r.Disorder = 0
-	switch {
-	case !s.hasMax:
-		s.max, s.hasMax = t, true
-	case s.max > t:
-		r.Disorder = s.max - t
-	default:
-		s.max = t
-	}
 }
 
 // Drain moves W to +infinity and emits every open session, final.
@@ -195,16 +165,7 @@ func (e *SessionEngine) finish(res *BatchResult) {
 	slices.SortFunc(res.Emitted, tidemark.CompareResults)
 	res.Watermark, res.HasWatermark = e.w, e.hasW
 	res.OpenWindows = e.open
-	res.StateBytes = e.stateBytes()
-}
-
-func (e *SessionEngine) source(name string) *source {
-	s := e.sources[name]
-	if s == nil {
-		s = &source{}
-		e.sources[name] = s
-	}
-	return s
+	res.StateBytes = e.StateBytes()
 }
 
 // Late reports whether a valid row at event time t for key would be late
@@ -323,7 +284,8 @@ const (
 	bytesPerSessionKey = 112
 )
 
-func (e *SessionEngine) stateBytes() int64 {
+// StateBytes estimates the memory the open sessions hold.
+func (e *SessionEngine) StateBytes() int64 {
 	return int64(e.open)*bytesPerSession + int64(len(e.keys))*bytesPerSessionKey + e.keyBytes
 }
 
@@ -382,34 +344,4 @@ func (h *sessionHeap) update(k *sessionKey) {
 func (h *sessionHeap) reset(k *sessionKey) {
 	h.entries[k.pos].due = k.dueAt(h.gap)
 	heap.Fix(h, k.pos)
-}
-
-// advanceWatermark is the watermark rule of SPEC §2 over a set of sources:
-// per source its (frontier-capped) max event time minus its lateness,
-// combined by the policy over the sources that take part (see
-// Engine.advance). ok is false when W stays (no source takes part, or the
-// result would not raise it).
-func advanceWatermark(sources map[string]*source, cfg Config, nowNs, w int64, hasW bool) (int64, bool) {
-	idle := int64(cfg.IdleTimeout)
-	var next int64
-	found := false
-	for name, s := range sources {
-		m, ok := s.level()
-		if !ok || (!s.capped && idle > 0 && nowNs-s.lastSeen >= idle) {
-			continue
-		}
-		wm := tidemark.SubSat(m, cfg.lateness(name))
-		switch {
-		case !found:
-			next, found = wm, true
-		case cfg.Policy == PolicyMax:
-			next = max(next, wm)
-		default:
-			next = min(next, wm)
-		}
-	}
-	if found && (!hasW || next > w) {
-		return next, true
-	}
-	return w, false
 }

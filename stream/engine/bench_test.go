@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"fmt"
@@ -117,7 +117,7 @@ func BenchmarkStateBytes(b *testing.B) {
 			b.Fatalf("got %v open entries, want %d", n, nkeys*nwins)
 		}
 		perEntry = float64(after.HeapAlloc-before.HeapAlloc) / n
-		estimate = float64(e.stateBytes()) / n
+		estimate = float64(e.StateBytes()) / n
 		runtime.KeepAlive(e)
 	}
 	b.ReportMetric(perEntry, "bytes/entry")

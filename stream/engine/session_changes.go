@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"encoding/binary"
@@ -36,7 +36,7 @@ type SessionKeyState struct {
 
 // Changes returns what the last Process call changed (none after Drain).
 func (e *SessionEngine) Changes() *SessionChanges {
-	c := &SessionChanges{Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates()}
+	c := &SessionChanges{Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil)}
 	for _, k := range e.changed {
 		c.Keys = append(c.Keys, SessionKeyState{Key: k.key, Open: slices.Clone(k.open), ClosedEnd: k.closedEnd, HasClosed: k.hasClosed})
 	}
@@ -55,13 +55,10 @@ func (e *SessionEngine) Apply(c *SessionChanges) error {
 	if !c.HasWatermark && e.hasW {
 		return errors.New("stream: session changelog without a watermark applied to a state with one")
 	}
-	sources, err := sourcesOf(c.Sources)
-	if err != nil {
-		return fmt.Errorf("stream: session changelog: %w", err)
+	if dup, ok := e.setState(c.Watermark, c.HasWatermark, c.Sources); !ok {
+		return fmt.Errorf("stream: session changelog: source %q listed twice", dup)
 	}
-	e.sources = sources
 	if c.HasWatermark {
-		e.w, e.hasW = c.Watermark, true
 		e.closeUpTo(e.w, nil)
 	}
 	for _, ks := range c.Keys {

@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"bytes"
@@ -291,7 +291,7 @@ func BenchmarkSessionStateBytes(b *testing.B) {
 			b.Fatalf("got %d open sessions, want %d", e.open, nkeys)
 		}
 		perSession = float64(after.HeapAlloc-before.HeapAlloc) / nkeys
-		estimate = float64(e.stateBytes()) / nkeys
+		estimate = float64(e.StateBytes()) / nkeys
 		runtime.KeepAlive(e)
 	}
 	b.ReportMetric(perSession, "bytes/session")

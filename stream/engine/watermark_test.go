@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"testing"
@@ -21,8 +21,8 @@ func TestSourceMarks(t *testing.T) {
 	}
 	e.Process([]tidemark.Record{rec("a", 10), rec("b", 20), {Source: "c", Reason: tidemark.ReasonMalformed}}, now)
 	res := e.Process([]tidemark.Record{rec("a", 30)}, now.Add(6*time.Second))
-	marks := e.sourceMarks(now.Add(6 * time.Second))
-	want := []sourceMark{
+	marks := e.SourceMarks(now.Add(6 * time.Second))
+	want := []SourceMark{
 		{Name: "a", MaxEventTime: 30e6, Watermark: 28e6, HasEventTime: true, HasWatermark: true, LastSeen: now.Add(6 * time.Second).UnixNano()},
 		{Name: "b", MaxEventTime: 20e6, Watermark: 18e6, HasEventTime: true, HasWatermark: true, Idle: true, LastSeen: now.UnixNano()},
 		{Name: "c", Idle: true, LastSeen: now.UnixNano()},
@@ -50,7 +50,7 @@ func TestSourceMarksOwnBudget(t *testing.T) {
 	}
 	now := time.Unix(1000, 0)
 	res := e.Process([]tidemark.Record{{Source: "fast", EventTime: 50e6}, {Source: "slow", EventTime: 40e6}}, now)
-	marks := e.sourceMarks(now)
+	marks := e.SourceMarks(now)
 	want := map[string]int64{"fast": 48e6, "slow": 30e6}
 	for _, m := range marks {
 		if !m.HasWatermark || m.Watermark != want[m.Name] {

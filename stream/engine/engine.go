@@ -1,7 +1,4 @@
-// Package stream is tidemark's speed layer: an event-time window engine
-// (watermarks, late rules, append and update output) and, around it, the
-// runner that feeds it from sources and commits its output to the lake.
-package stream
+package engine
 
 import (
 	"cmp"
@@ -27,12 +24,7 @@ import (
 // numbers are reused: memory is bounded by the peak number of open (window,
 // key) pairs and of keys in them, not by history.
 type Engine struct {
-	cfg Config
-
-	w    int64 // the global watermark; tidemark.MinTime while there is none
-	hasW bool
-
-	sources map[string]*source
+	watermarks // sources, W and the rule that advances it (watermark.go)
 
 	keyIDs   keyTable // keys of open slots -> index into keys
 	keys     []keyEntry
@@ -50,11 +42,11 @@ type Engine struct {
 	wins     []tidemark.Window
 	keyBytes int64
 
-	// disk, with StatePebble, holds the open state; the slab then holds
-	// only the pairs touched since the last flush (state_pebble.go).
-	disk    *diskState
-	memNew  int64 // slab pairs the disk store does not hold yet
-	diskErr error // the first failed disk read, reported by Err and the flush
+	// disk, with a Store (OpenStore), holds the open state; the slab then
+	// holds only the pairs touched since the last flush (store.go).
+	disk    *stored
+	memNew  int64 // slab pairs the store does not hold yet
+	diskErr error // the first failed store read, reported by Err and the flush
 
 	touched int32 // what touch read, kept so its reads are not optimized away
 }
@@ -77,7 +69,7 @@ type slot struct {
 }
 
 // changedBit in slot.seqf marks a slot listed in Engine.changed; diskBit
-// (state_pebble.go) one the Pebble store holds too.
+// (store.go) one the Store holds too.
 const changedBit = 1 << 31
 
 func (s *slot) seq() uint32 { return s.seqf &^ (changedBit | diskBit) }
@@ -94,50 +86,6 @@ type changedRef struct {
 	idx   int32
 }
 
-type source struct {
-	max      int64 // max valid event time seen, µs
-	hasMax   bool
-	lastSeen int64 // now (unix ns) of the last batch with any line of the source
-	// frontier caps the source's max in advance (SetFrontier): the event
-	// time of its input that lags, so no file runs the watermark ahead of
-	// another that still has data.
-	frontier int64
-	capped   bool
-}
-
-// SetFrontier caps the watermark of a source at the end of the next
-// Process calls: wm_s = min(max event time, frontier) - lateness, until it
-// is set again; held false removes the cap. The runner sets it from the
-// source's Position after each read (ingest.Position.Frontier), so a file
-// whose events lag holds back those read ahead of it. The cap is not part
-// of State: it is logged with the batch's input and set again on replay.
-func (e *Engine) SetFrontier(name string, frontier int64, held bool) {
-	s := e.source(name)
-	s.frontier, s.capped = frontier, held
-}
-
-// BatchResult is what one Process or Drain call produced.
-type BatchResult struct {
-	// Emitted windows, sorted by window start, end and key. In append mode
-	// only closing windows (Final); in update mode also every open window
-	// whose aggregate changed in the batch (not Final). A window that changed
-	// and closed in the same batch appears once, final.
-	Emitted []tidemark.Result
-
-	Watermark    int64 // W after the batch (tidemark.MaxTime after Drain)
-	HasWatermark bool  // false until some batch ended with a valid event
-
-	Rows        int64 // valid records in the batch
-	Dropped     int64 // rows_dropped_by_watermark: valid records given StatusLate
-	Quarantined int64 // records skipped because Reason != ReasonNone
-
-	// Event time over the valid records of the batch; zero when Rows == 0.
-	MinEventTime, MaxEventTime, AvgEventTime int64
-
-	OpenWindows int   // open (window, key) state rows after the batch
-	StateBytes  int64 // estimate of the memory those rows hold
-}
-
 // New returns an engine with cfg, resuming from st when it is not nil (a
 // snapshot taken by State, possibly through MarshalBinary). The state must
 // have been built with the same window spec.
@@ -147,10 +95,8 @@ func New(cfg Config, st *State) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg:     cfg,
-		w:       tidemark.MinTime,
-		sources: make(map[string]*source),
-		keyIDs:  newKeyTable(),
+		watermarks: newWatermarks(cfg),
+		keyIDs:     newKeyTable(),
 	}
 	if st != nil {
 		if err := e.load(st); err != nil {
@@ -178,12 +124,7 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 		e.evict()
 	}
 	e.resetChanged()
-	nowNs := now.UnixNano()
-
-	var res BatchResult
-	var stats eventStats
-	var src *source
-	var srcName string
+	b := e.begin(now)
 	var hashes [touchAhead]int
 	ahead := e.keyIDs.Len() >= touchMinKeys
 	for i := range recs {
@@ -191,39 +132,20 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 			e.touch(recs[i:min(i+touchAhead, len(recs))], hashes[:])
 		}
 		r := &recs[i]
-		if src == nil || r.Source != srcName {
-			src, srcName = e.source(r.Source), r.Source
-		}
-		src.lastSeen = nowNs
-		if r.Reason != tidemark.ReasonNone {
-			res.Quarantined++
+		if !e.observe(&b, r) {
 			continue
 		}
-		t := r.EventTime
-		stats.add(t)
-		r.Disorder = 0
-		switch {
-		case !src.hasMax:
-			src.max, src.hasMax = t, true
-		case src.max > t:
-			r.Disorder = src.max - t
-		default:
-			src.max = t
-		}
-		r.Status = tidemark.StatusOK
 		h := hashes[i%touchAhead]
 		if !ahead {
 			h = e.keyIDs.hash(r.Key)
 		}
 		if e.add(r, h) {
 			r.Status = tidemark.StatusLate
-			res.Dropped++
+			b.res.Dropped++
 		}
 	}
-	res.Rows = stats.n
-	res.MinEventTime, res.MaxEventTime, res.AvgEventTime = stats.result()
-
-	e.advance(nowNs)
+	e.end(&b)
+	res := b.res
 	if e.cfg.OutputMode == Update {
 		for _, c := range e.changed {
 			if e.closes(c.start) {
@@ -270,15 +192,15 @@ func (e *Engine) finish(res *BatchResult, ordered bool) {
 		slices.SortFunc(res.Emitted, tidemark.CompareResults)
 	}
 	res.Watermark, res.HasWatermark = e.w, e.hasW
-	res.OpenWindows = int(e.openRows())
-	res.StateBytes = e.stateBytes()
+	res.OpenWindows = int(e.OpenRows())
+	res.StateBytes = e.StateBytes()
 	if e.disk != nil {
-		res.StateBytes += e.disk.bytes()
+		res.StateBytes += e.disk.st.Bytes()
 	}
 }
 
-// openRows is the number of open (window, key) pairs, on either store.
-func (e *Engine) openRows() int64 {
+// OpenRows is the number of open (window, key) pairs, on either store.
+func (e *Engine) OpenRows() int64 {
 	if e.disk != nil {
 		return e.disk.open + e.memNew
 	}
@@ -286,29 +208,19 @@ func (e *Engine) openRows() int64 {
 }
 
 // Err reports a failure of the state store during the last Process or
-// Drain (a Pebble read); its result must then not be used. The memory store
+// Drain (a Store read); its result must then not be used. The memory engine
 // never fails.
 func (e *Engine) Err() error { return e.diskErr }
 
-// Close releases the state store (the Pebble database); the engine is not
+// Close releases the state store (Store.Close); the engine is not
 // usable after it. Closing a memory engine or a nil one does nothing.
 func (e *Engine) Close() error {
 	if e == nil || e.disk == nil {
 		return nil
 	}
-	err := e.disk.db.Close()
+	err := e.disk.st.Close()
 	e.disk = nil
 	return err
-}
-
-// source returns the state of the named source, creating it.
-func (e *Engine) source(name string) *source {
-	s := e.sources[name]
-	if s == nil {
-		s = &source{}
-		e.sources[name] = s
-	}
-	return s
 }
 
 // resetChanged starts a batch for change tracking: the slots the previous
@@ -462,196 +374,6 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 	return idx
 }
 
-// advance updates W from the per-source maxima at the end of a batch,
-// each capped at its frontier (SetFrontier). Sources without a valid event
-// yet, and sources idle for IdleTimeout, take no part unless their frontier
-// holds them; when none takes part W stays. W never decreases.
-func (e *Engine) advance(nowNs int64) {
-	idle := int64(e.cfg.IdleTimeout)
-	var w int64
-	found := false
-	for name, s := range e.sources {
-		m, ok := s.level()
-		if !ok || (!s.capped && idle > 0 && nowNs-s.lastSeen >= idle) {
-			continue
-		}
-		wm := tidemark.SubSat(m, e.cfg.lateness(name))
-		switch {
-		case !found:
-			w, found = wm, true
-		case e.cfg.Policy == PolicyMax:
-			w = max(w, wm)
-		default:
-			w = min(w, wm)
-		}
-	}
-	if found && (!e.hasW || w > e.w) {
-		e.w, e.hasW = w, true
-	}
-}
-
-// level is the event time the source's watermark follows: its max event
-// time, capped at its frontier while its input holds it back (files with
-// unread data or live ones not idle; such a source takes part even before
-// its first event). ok is false for a source with no valid event that its
-// input does not hold.
-func (s *source) level() (m int64, ok bool) {
-	switch {
-	case s.capped && s.hasMax:
-		return min(s.frontier, s.max), true
-	case s.capped:
-		return s.frontier, true
-	case s.hasMax:
-		return s.max, true
-	}
-	return 0, false
-}
-
-// closes reports whether the window starting at start is closed by W.
-func (e *Engine) closes(start int64) bool {
-	size := e.cfg.Window.Size
-	return e.hasW && e.w >= tidemark.MinTime+size && start <= e.w-size
-}
-
-// closeUpTo appends every window with end <= w to out, final, and frees
-// its state.
-func (e *Engine) closeUpTo(w int64, out []tidemark.Result) []tidemark.Result {
-	return e.closeWindows(w, out, true)
-}
-
-// closeWindows frees every window with end <= w, appending it to out when
-// emit is set. With the Pebble store the stored pairs of those windows are
-// found by a range scan (closeDisk), never a scan of all state.
-func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidemark.Result {
-	size := e.cfg.Window.Size
-	if w < tidemark.MinTime+size {
-		return out // no window can end at or before w
-	}
-	if e.disk != nil {
-		out = e.closeDisk(w-size, out, emit)
-	}
-	if emit {
-		more := 0
-		for i := 0; i < len(e.buckets) && e.buckets[i].start <= w-size; i++ {
-			more += len(e.buckets[i].slots)
-		}
-		out = slices.Grow(out, more)
-	}
-	// all: every open window closes (the drain), so the containers are
-	// emptied at once below rather than slot by slot.
-	all := e.disk == nil && len(e.buckets) > 0 && e.buckets[len(e.buckets)-1].start <= w-size
-	n := 0
-	var order []keyOrder
-	for ; n < len(e.buckets) && e.buckets[n].start <= w-size; n++ {
-		b := &e.buckets[n]
-		win := tidemark.Window{Start: b.start, End: b.start + size}
-		if emit {
-			// Emitted in key order, window after window: finish then
-			// finds the output sorted rather than sorting its results.
-			order = e.sortSlots(b, order)
-		}
-		for _, idx := range b.slots {
-			s := e.slots.at(idx)
-			if emit {
-				out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
-			}
-			if all {
-				continue
-			}
-			if e.disk != nil {
-				if s.seqf&diskBit != 0 {
-					e.disk.open--
-				} else {
-					e.memNew--
-				}
-			}
-			e.index.del(&e.slots, idx)
-			e.releaseKey(s.key)
-			*s = slot{key: -1} // matches no key: a stale last hint misses
-			e.free = append(e.free, idx)
-		}
-		e.spare = append(e.spare, b.slots[:0])
-		e.seqs = append(e.seqs, b.seq)
-	}
-	e.buckets = slices.Delete(e.buckets, 0, n)
-	if all {
-		e.clearOpen()
-	} else if n > 0 {
-		e.compact()
-	}
-	return out
-}
-
-// clearOpen empties a memory engine's slab and tables once every window
-// has closed, releasing them as compact would: the empty tables grow again
-// on the next put.
-func (e *Engine) clearOpen() {
-	e.slots, e.free = slab{}, nil
-	e.keys, e.freeKeys = nil, nil
-	e.spare = nil
-	e.keyIDs = keyTable{seed: e.keyIDs.seed}
-	e.index = slotTable{}
-	e.keyBytes = 0
-}
-
-// compactMin is the slab size below which compact never bothers.
-const compactMin = 4096
-
-// compact rebuilds the state's containers when closing has left them
-// mostly empty (under a quarter of the slab open). Go maps and slices never
-// shrink, so without it a burst of keys (a backfill, a spike of users)
-// would hold its peak memory for the rest of the run. The rebuild costs
-// O(open pairs) and happens only after three quarters of the slab closed,
-// so it is paid for by those closes.
-func (e *Engine) compact() {
-	open := e.index.Len()
-	if e.slots.len() < compactMin || open > e.slots.len()/4 {
-		return
-	}
-	remap := make([]int32, e.slots.len()) // old slot index -> new
-	keyRemap := make([]int32, len(e.keys))
-	for i := range keyRemap {
-		keyRemap[i] = -1
-	}
-	var slots slab
-	keys := make([]keyEntry, 0, e.keyIDs.Len())
-	keyIDs := keyTable{seed: e.keyIDs.seed}
-	keyIDs.reset(e.keyIDs.Len())
-	var index slotTable
-	index.rehash(&slots, open)
-	for bi := range e.buckets {
-		b := &e.buckets[bi]
-		list := make([]int32, 0, len(b.slots))
-		for _, idx := range b.slots {
-			s := *e.slots.at(idx)
-			kid := keyRemap[s.key]
-			if kid < 0 {
-				kid = int32(len(keys))
-				key := e.keys[s.key].key
-				keys = append(keys, keyEntry{key: key, prefix: e.keys[s.key].prefix})
-				keyIDs.put(keys, key, kid)
-				keyRemap[s.key] = kid
-			}
-			keys[kid].refs++
-			s.key = kid
-			n := slots.push()
-			*slots.at(n) = s
-			keys[kid].last = n
-			remap[idx] = n
-			list = append(list, n)
-			index.put(&slots, n)
-		}
-		b.slots = list
-	}
-	for i, c := range e.changed {
-		if !e.closes(c.start) {
-			e.changed[i].idx = remap[c.idx]
-		}
-	}
-	e.slots, e.keys, e.keyIDs, e.index = slots, keys, keyIDs, index
-	e.free, e.freeKeys, e.spare = nil, nil, nil
-}
-
 // Approximate memory per open (window, key): the slot (56 B with the
 // compensated sum; the slab's chunks leave no growth slack worth counting),
 // its entry in the slot table with load-factor slack (~6-10 B) and the
@@ -666,31 +388,7 @@ const (
 	bytesPerKey  = 32
 )
 
-func (e *Engine) stateBytes() int64 {
+// StateBytes estimates the memory the open state holds in the slab.
+func (e *Engine) StateBytes() int64 {
 	return int64(e.index.Len())*bytesPerSlot + int64(e.keyIDs.Len())*bytesPerKey + e.keyBytes
-}
-
-// eventStats accumulates min, max and mean event time without overflow.
-type eventStats struct {
-	n        int64
-	min, max int64
-	base     int64
-	sum      float64 // sum of t - base
-}
-
-func (s *eventStats) add(t int64) {
-	if s.n == 0 {
-		s.min, s.max, s.base = t, t, t
-	}
-	s.n++
-	s.min = min(s.min, t)
-	s.max = max(s.max, t)
-	s.sum += float64(t - s.base)
-}
-
-func (s *eventStats) result() (lo, hi, avg int64) {
-	if s.n == 0 {
-		return 0, 0, 0
-	}
-	return s.min, s.max, s.base + int64(s.sum/float64(s.n))
 }

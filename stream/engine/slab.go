@@ -1,4 +1,4 @@
-package stream
+package engine
 
 // slab holds the engine's slots in fixed chunks of slabChunk, so growing
 // it never copies: a slice grown by append moves every slot to a new array

@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"fmt"
@@ -170,4 +170,13 @@ func (cfg Config) lateness(source string) int64 {
 		return l
 	}
 	return cfg.latenessUS
+}
+
+// LatenessOf is the lateness budget of the named source: its
+// SourceLateness, or Lateness.
+func (cfg Config) LatenessOf(source string) time.Duration {
+	if l, ok := cfg.SourceLateness[source]; ok {
+		return l
+	}
+	return cfg.Lateness
 }

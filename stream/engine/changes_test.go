@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestChangesReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if direct, _ := e.changelog(); !bytes.Equal(direct, c) {
+			if direct, _ := e.Changelog(); !bytes.Equal(direct, c) {
 				t.Fatalf("seed %d: the checkpoint's changelog differs from Changes' encoding", seed)
 			}
 			logs = append(logs, c)
