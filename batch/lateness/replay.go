@@ -30,7 +30,7 @@ type Replayer interface {
 }
 
 // NewReplayer makes a fresh Replayer for a lateness budget (µs) and a late
-// rule (RuleEvent or RuleWindow). cmd/tidemark wires it to stream.Engine
+// rule (RuleEvent or RuleWindow). cmd/tidemark wires it to engine.Engine
 // with the lake's window spec.
 type NewReplayer func(lateness int64, rule string) (Replayer, error)
 
