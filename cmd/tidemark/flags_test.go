@@ -3,6 +3,11 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"tidemark/stream"
 )
 
 // Bad flag values give one clear line on stderr and a non-zero exit, never a
@@ -28,6 +33,8 @@ func TestStreamFlagErrors(t *testing.T) {
 		{"negative lateness", []string{"--window", "1m", "--lateness", "-1s"}, "--lateness must not be negative"},
 		{"drain without once", []string{"--window", "1m", "--drain"}, "--drain needs --once"},
 		{"zero batch rows", []string{"--window", "1m", "--max-batch-rows", "0"}, "--max-batch-rows must be at least 1"},
+		{"zero stall threshold", []string{"--window", "1m", "--stall-after", "0s"}, "--stall-after must be positive, got 0s"},
+		{"negative stall threshold", []string{"--window", "1m", "--stall-after", "-1m"}, "--stall-after must be positive, got -1m0s"},
 		{"unknown format", []string{"--window", "1m", "--format", "xml"}, "xml"},
 		{"unknown time unit", []string{"--window", "1m", "--time-unit", "days"}, "days"},
 		{"not a duration", []string{"--window", "ten minutes"}, "ten minutes"},
@@ -69,6 +76,35 @@ func TestStreamFlagsFromEnvironment(t *testing.T) {
 		}
 		if got := ev.GetEnvVars(); len(got) == 0 || got[0] != envs[0] {
 			t.Errorf("flag --%s: env vars %v, want %s first", name, got, envs[0])
+		}
+	}
+}
+
+// --stall-after reaches the runner's StallAfter (whose effect
+// stream.TestRunnerNamesStalledFile tests); unset, it is the default.
+func TestStallAfterFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, stream.DefaultStallAfter},
+		{[]string{"--stall-after", "5m"}, 5 * time.Minute},
+		{[]string{"--stall-after", "90s"}, 90 * time.Second},
+	} {
+		cmd := streamCommand()
+		var got stream.RunnerConfig
+		var cfgErr error
+		cmd.Action = func(c *cli.Context) error {
+			got, cfgErr = streamConfig(c)
+			return nil
+		}
+		app := &cli.App{Name: "tidemark", Commands: []*cli.Command{cmd}}
+		args := append([]string{"tidemark", "stream", "--source", "testdata/example", "--window", "1m"}, tc.args...)
+		if err := app.Run(args); err != nil || cfgErr != nil {
+			t.Fatalf("%v: %v, %v", tc.args, err, cfgErr)
+		}
+		if got.StallAfter != tc.want {
+			t.Errorf("%v: StallAfter %s, want %s", tc.args, got.StallAfter, tc.want)
 		}
 	}
 }

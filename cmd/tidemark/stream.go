@@ -43,6 +43,7 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "output-mode", Value: "append", Usage: "append: emit each window once, when it closes; update: also emit changed windows every batch", EnvVars: env("output-mode")},
 			&cli.StringFlag{Name: "watermark-policy", Value: "min", Usage: "combine per-source watermarks with min or max", EnvVars: env("watermark-policy")},
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "a source silent this long stops holding back the watermark (0: never)", EnvVars: env("idle-timeout")},
+			&cli.DurationFlag{Name: "stall-after", Value: stream.DefaultStallAfter, Usage: "once the watermark has not moved for this long (by the batches' read time) although lines arrive, name the file or source holding it, and the --idle-timeout that would release it, on the progress line (\"stalled\"), the status page and in a log warning (a positive duration)", EnvVars: env("stall-after"), Action: positive("stall-after")},
 			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival (a positive duration; 0 and negative values are refused)", EnvVars: env("max-future")},
 			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "quarantine longer lines as line_too_long", EnvVars: env("max-line-bytes")},
 			&cli.IntFlag{Name: "max-batch-rows", Value: stream.DefaultMaxBatchRows, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows"), Action: atLeastOne("max-batch-rows")},
@@ -140,6 +141,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.FollowSymlinks = c.Bool("follow-symlinks")
 	cfg.NoFirstBatchCheck = c.Bool("no-first-batch-check")
 	cfg.Rescan = c.Duration("rescan-interval")
+	cfg.StallAfter = c.Duration("stall-after")
 	cfg.MetricsAddr = c.String("metrics-addr")
 	switch {
 	case cfg.MetricsAddr == "off":
@@ -187,6 +189,16 @@ func atLeastOne(name string) func(*cli.Context, int) error {
 	return func(_ *cli.Context, v int) error {
 		if v < 1 {
 			return fmt.Errorf("--%s must be at least 1, got %d", name, v)
+		}
+		return nil
+	}
+}
+
+// positive refuses a duration flag that is zero or negative.
+func positive(name string) func(*cli.Context, time.Duration) error {
+	return func(_ *cli.Context, v time.Duration) error {
+		if v <= 0 {
+			return fmt.Errorf("--%s must be positive, got %s", name, v)
 		}
 		return nil
 	}
