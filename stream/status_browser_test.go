@@ -172,11 +172,16 @@ func statusSourceName(t *testing.T, p progress, idle bool) string {
 
 // TestStatusPageUnreadable: a progress line whose sources skip unreadable
 // paths shows their count and each path named in the line (and how many
-// more a source skips than it names); without any the box is hidden.
+// more a source skips than it names), with its error, since when it
+// fails, how many tries and when it is tried next; without any the box is
+// hidden.
 func TestStatusPageUnreadable(t *testing.T) {
 	lines := statusLines(3, func(int) int64 { return 0 })
 	lines[2].Unreadable = map[string]unreadableProgress{
-		"web":    {Count: 2, Paths: []string{"/var/log/app/secret.log", "/var/log/app/private/"}},
+		"web": {Count: 2, Paths: []string{"/var/log/app/secret.log", "/var/log/app/private/"}, Details: []unreadablePath{
+			{Path: "/var/log/app/secret.log", Error: "open /var/log/app/secret.log: permission denied", Since: "2026-01-01T10:00:00Z", Tries: 3, NextRetry: "2026-01-01T10:00:07Z"},
+			{Path: "/var/log/app/private/", Dir: true, Error: "open /var/log/app/private: permission denied", Since: "2026-01-01T10:00:01Z", Tries: 1, NextRetry: "2026-01-01T10:00:02Z"},
+		}},
 		"mobile": {Count: 25, Paths: []string{"/var/log/m/a.log"}},
 	}
 	dom := pageOf(t, chartInfo, lines)
@@ -188,8 +193,8 @@ func TestStatusPageUnreadable(t *testing.T) {
 		t.Errorf("data-count = %s, want 27", m[1])
 	}
 	for _, want := range []string{"27 unreadable paths skipped",
-		"<li class=\"unreadable-path\" data-source=\"web\">/var/log/app/secret.log (source web)</li>",
-		"<li class=\"unreadable-path\" data-source=\"web\">/var/log/app/private/ (source web)</li>",
+		"<li class=\"unreadable-path\" data-source=\"web\">/var/log/app/secret.log (source web)<div class=\"unreadable-detail\">open /var/log/app/secret.log: permission denied; failing since 2026-01-01T10:00:00Z, 3 tries; next retry 2026-01-01T10:00:07Z</div></li>",
+		"<li class=\"unreadable-path\" data-source=\"web\">/var/log/app/private/ (source web)<div class=\"unreadable-detail\">directory: open /var/log/app/private: permission denied; failing since 2026-01-01T10:00:01Z, 1 try; next retry 2026-01-01T10:00:02Z</div></li>",
 		"<li class=\"unreadable-path\" data-source=\"mobile\">/var/log/m/a.log (source mobile)</li>",
 		"and 24 more of source mobile"} {
 		if !strings.Contains(m[2], want) {

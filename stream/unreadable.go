@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"tidemark"
 	"tidemark/ingest"
 )
 
@@ -13,10 +14,24 @@ import (
 // them, after committing what it read.
 
 // unreadableProgress is one source's part of the progress line's
-// "unreadable": the paths it skips now, and how many.
+// "unreadable": the paths it skips now, and how many; Details says, per
+// named path, why and when it is tried next (the status page shows them).
 type unreadableProgress struct {
-	Count int      `json:"count"`
-	Paths []string `json:"paths"`
+	Count   int              `json:"count"`
+	Paths   []string         `json:"paths"`
+	Details []unreadablePath `json:"details,omitempty"`
+}
+
+// unreadablePath is one skipped path of the progress line: the error of
+// its last attempt, since when it fails, how many attempts failed, and
+// when it is tried next (RFC 3339, UTC, by the source's clock).
+type unreadablePath struct {
+	Path      string `json:"path"`
+	Dir       bool   `json:"dir,omitempty"`
+	Error     string `json:"error"`
+	Since     string `json:"since"`
+	Tries     int    `json:"tries"`
+	NextRetry string `json:"next_retry"`
 }
 
 // maxNamed bounds the paths a progress line or an error names.
@@ -42,6 +57,8 @@ func unreadableOf(srcs []ingest.Source) map[string]unreadableProgress {
 		up := unreadableProgress{Count: len(list)}
 		for _, u := range list[:min(len(list), maxNamed)] {
 			up.Paths = append(up.Paths, u.Path)
+			up.Details = append(up.Details, unreadablePath{Path: u.Path, Dir: u.Dir, Error: u.Error,
+				Since: tidemark.FormatTime(u.Since), Tries: u.Tries, NextRetry: tidemark.FormatTime(u.Retry)})
 		}
 		out[s.Name()] = up
 	}

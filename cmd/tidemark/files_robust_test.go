@@ -245,8 +245,11 @@ func TestStreamUnreadablePaths(t *testing.T) {
 	until(t, 30*time.Second, "a.log's third line", func() bool { return totalRows(t, progress) >= 3 })
 	b, _ := os.ReadFile(progress)
 	lastProgress := lastLine(string(b))
-	if !strings.Contains(lastProgress, `"unreadable":{"`+src+`":{"count":2,"paths":["secret.log","sub"]}}`) {
-		t.Errorf("progress line %s\nwant secret.log and sub listed as unreadable; stderr:\n%s", lastProgress, stderr.String())
+	// Each named path comes with its error, tries and next retry (the
+	// status page shows them).
+	if !strings.Contains(lastProgress, `"unreadable":{"`+src+`":{"count":2,"paths":["secret.log","sub"],"details":[{"path":"secret.log","error":"open `) ||
+		!regexp.MustCompile(`"path":"sub","dir":true,"error":"[^"]*permission denied","since":"[^"]+","tries":\d+,"next_retry":"20\d\d-`).MatchString(lastProgress) {
+		t.Errorf("progress line %s\nwant secret.log and sub listed as unreadable, with their errors and next retries; stderr:\n%s", lastProgress, stderr.String())
 	}
 	out, _, _ := run(t, "checkpoint", "--lake", lake)
 	if !strings.Contains(out, "unreadable") || !strings.Contains(out, "secret.log") || !strings.Contains(out, "sub (directory)") {
