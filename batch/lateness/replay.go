@@ -186,8 +186,10 @@ func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.Windo
 	var hist [2][]int64
 	hist[0], hist[1] = make([]int64, groups*(nb+1)), make([]int64, groups*(nb+1))
 	var (
+		evs     []int64  // the batch's event times
+		grp     []uint32 // and groups
+		tops    []row    // per source in the batch, its row with the latest event time
 		recs    []tidemark.Record
-		grp     []uint32
 		wins    []tidemark.Window
 		batch   int64
 		latest  int64
@@ -195,12 +197,11 @@ func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.Windo
 	)
 	front := newReplayFrontier(srt)
 	flush := func() {
-		if len(recs) == 0 {
+		if len(evs) == 0 {
 			return
 		}
 		if w, ok := wm.Watermark(); ok {
-			for i := range recs {
-				ev := recs[i].EventTime
+			for i, ev := range evs {
 				wins = win.Assign(wins[:0], ev)
 				end := wins[0].End
 				ke := sort.Search(nb, func(k int) bool { return ev >= tidemark.SubSat(w, budgets[k]) })
@@ -213,11 +214,18 @@ func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.Windo
 		if front != nil {
 			front.apply([]Replayer{r0})
 		}
+		// The engine's watermark follows each source's latest event time
+		// and which sources the batch saw: one record per source gives it
+		// both, for a fraction of the batch's cost.
+		recs = recs[:0]
+		for _, t := range tops {
+			recs = append(recs, tidemark.Record{Source: srt.names[t.source], File: srt.names[t.file], Offset: t.offset, Arrival: t.arrival, EventTime: t.event})
+		}
 		r0.Process(recs, time.UnixMicro(latest))
-		recs, grp = recs[:0], grp[:0]
+		evs, grp, tops = evs[:0], grp[:0], tops[:0]
 	}
 	err := srt.each(func(r *row) error {
-		if len(recs) > 0 && (r.batch != batch || len(recs) >= cfg.MaxBatchRows) {
+		if len(evs) > 0 && (r.batch != batch || len(evs) >= cfg.MaxBatchRows) {
 			flush()
 		}
 		if counter++; counter%65536 == 0 {
@@ -229,11 +237,16 @@ func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.Windo
 		if front != nil {
 			front.see(r)
 		}
-		recs = append(recs, tidemark.Record{
-			Source: srt.names[r.source], File: srt.names[r.file], Offset: r.offset,
-			Arrival: r.arrival, EventTime: r.event,
-		})
-		grp = append(grp, r.group)
+		evs, grp = append(evs, r.event), append(grp, r.group)
+		for i := range tops {
+			if tops[i].source == r.source {
+				if r.event > tops[i].event {
+					tops[i] = *r
+				}
+				return nil
+			}
+		}
+		tops = append(tops, *r)
 		return nil
 	})
 	if err != nil {

@@ -46,6 +46,9 @@ type sorter struct {
 	last      [2]string      // the last two names looked up, and their ids:
 	lastID    [2]uint32      // rows come in runs of one source and file
 	lastRow   map[fileID]row // each file's last row in arrival order (frontier.go)
+	curFile   fileID         // noteLast's current run of one file
+	curRow    row
+	hasCur    bool
 }
 
 // blockRows is the size of a sorter block: 3 MiB.
