@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 )
 
 // row is what the replay needs of one raw event, in 44 bytes on disk.
@@ -49,6 +50,7 @@ type sorter struct {
 	curFile   fileID         // noteLast's current run of one file
 	curRow    row
 	hasCur    bool
+	sorting   sync.WaitGroup // blocks being sorted in the background
 }
 
 // blockRows is the size of a sorter block: 3 MiB.
@@ -73,17 +75,22 @@ func (s *sorter) id(slot int, name string) uint32 {
 	return id
 }
 
-func (s *sorter) compare(a, b *row) int {
+func (s *sorter) compare(a, b *row) int { return compareRows(s.names, a, b) }
+
+// compareRows orders rows with names as the name table: rows name only
+// ids below len(names), and names only grows, so a block sorting in the
+// background reads a copy of the slice header while add appends.
+func compareRows(names []string, a, b *row) int {
 	if c := cmp.Compare(a.arrival, b.arrival); c != 0 {
 		return c
 	}
 	if a.source != b.source {
-		if c := cmp.Compare(s.names[a.source], s.names[b.source]); c != 0 {
+		if c := cmp.Compare(names[a.source], names[b.source]); c != 0 {
 			return c
 		}
 	}
 	if a.file != b.file {
-		if c := cmp.Compare(s.names[a.file], s.names[b.file]); c != 0 {
+		if c := cmp.Compare(names[a.file], names[b.file]); c != 0 {
 			return c
 		}
 	}
@@ -94,13 +101,14 @@ func (s *sorter) add(r row) error {
 	s.noteLast(r)
 	n := len(s.blocks)
 	if n == 0 || len(s.blocks[n-1]) == cap(s.blocks[n-1]) {
-		if n > 0 {
-			s.sortBlock(s.blocks[n-1])
-		}
-		if s.held >= s.chunkRows {
+		switch {
+		case s.held >= s.chunkRows: // spill sorts the last block itself
 			if err := s.spill(); err != nil {
 				return err
 			}
+		case n > 0: // sort the full block on the other core while the scan goes on
+			b, names := s.blocks[n-1], s.names
+			s.sorting.Go(func() { sortRows(names, b) })
 		}
 		s.blocks = append(s.blocks, s.newBlock())
 		n = len(s.blocks)
@@ -121,8 +129,8 @@ func (s *sorter) newBlock() []row {
 	return make([]row, 0, min(blockRows, max(s.chunkRows, 1)))
 }
 
-func (s *sorter) sortBlock(b []row) {
-	slices.SortFunc(b, func(a, b row) int { return s.compare(&a, &b) })
+func sortRows(names []string, b []row) {
+	slices.SortFunc(b, func(x, y row) int { return compareRows(names, &x, &y) })
 }
 
 // spill merges the blocks in memory into a temporary file and frees them
@@ -154,12 +162,13 @@ func (s *sorter) spill() error {
 	return nil
 }
 
-// memRuns sorts the last block (the others are sorted when full) and
-// returns a run per block.
+// memRuns sorts the last block (the others were handed to the background
+// when full), waits for the background, and returns a run per block.
 func (s *sorter) memRuns() []sortedRun {
 	if n := len(s.blocks); n > 0 {
-		s.sortBlock(s.blocks[n-1])
+		sortRows(s.names, s.blocks[n-1])
 	}
+	s.sorting.Wait()
 	runs := make([]sortedRun, 0, len(s.blocks))
 	for _, b := range s.blocks {
 		if len(b) > 0 {
