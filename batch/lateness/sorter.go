@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // row is what the replay needs of one raw event, in 44 bytes on disk.
@@ -50,7 +51,8 @@ type sorter struct {
 	curFile   fileID         // noteLast's current run of one file
 	curRow    row
 	hasCur    bool
-	sorting   sync.WaitGroup // blocks being sorted in the background
+	sorting   sync.WaitGroup // blocks being sorted or made ready in the background
+	ready     chan []row     // the next fresh block (newBlock)
 }
 
 // blockRows is the size of a sorter block: 3 MiB.
@@ -120,13 +122,37 @@ func (s *sorter) add(r row) error {
 
 // newBlock returns an empty block, a reused one if there is one. The
 // first block of a small input is no bigger than chunkRows.
+//
+// A new block is made ready on the other core: allocated and each of its
+// pages written once, so the page faults of fresh memory (~15 µs each per
+// 4 KiB on a virtual machine, 12,000 of them for 1M rows) are not paid on
+// the scan's goroutine. The first block of an input is made here.
 func (s *sorter) newBlock() []row {
 	if k := len(s.spare); k > 0 {
 		b := s.spare[k-1]
 		s.spare = s.spare[:k-1]
 		return b[:0]
 	}
-	return make([]row, 0, min(blockRows, max(s.chunkRows, 1)))
+	size := min(blockRows, max(s.chunkRows, 1))
+	var b []row
+	if s.ready != nil {
+		b = <-s.ready
+	} else {
+		b = make([]row, 0, size)
+		s.ready = make(chan []row, 1)
+	}
+	s.sorting.Go(func() { s.ready <- touchedBlock(size) })
+	return b
+}
+
+// touchedBlock is an empty block whose pages are all in memory.
+func touchedBlock(size int) []row {
+	b := make([]row, size)
+	const perPage = 4096 / int(unsafe.Sizeof(row{}))
+	for i := 0; i < len(b); i += perPage {
+		b[i].arrival = 1
+	}
+	return b[:0]
 }
 
 func sortRows(names []string, b []row) {
@@ -259,6 +285,7 @@ func (s *sorter) merge(runs []sortedRun, fn func(*row) error) error {
 
 // close removes the spilled files.
 func (s *sorter) close() error {
+	s.sorting.Wait()
 	var errs []error
 	for _, f := range s.files {
 		errs = append(errs, f.Close(), os.Remove(f.Name()))
