@@ -3,6 +3,7 @@ package tidemark_test
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,32 +12,44 @@ import (
 // import (STYLE.md "Layers"). A package missing from this table fails the
 // test, so a new package has to take a place in the diagram.
 var allowed = map[string][]string{
-	"tidemark":                      {},
-	"tidemark/ingest":               {"tidemark", "tidemark/lake/store"},
-	"tidemark/lake/store":           {},
-	"tidemark/lake/store/storetest": {"tidemark/lake/store"},
-	"tidemark/lake/delta":           {"tidemark", "tidemark/lake/store"},
-	"tidemark/lake":                 {"tidemark", "tidemark/lake/store", "tidemark/lake/delta"},
-	"tidemark/stream":               {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta"},
-	"tidemark/batch":                {"tidemark", "tidemark/lake", "tidemark/lake/store"},
-	"tidemark/batch/lateness":       {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
-	"tidemark/reconcile":            {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
-	"tidemark/reconcile/requeue":    {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store"},
-	"tidemark/cmd/tidemark":         {"*"},
-	"tidemark/scripts/gen":          {},
+	"tidemark":                          {},
+	"tidemark/ingest":                   {"tidemark", "tidemark/lake/store"},
+	"tidemark/lake/store":               {},
+	"tidemark/lake/store/storetest":     {"tidemark/lake/store"},
+	"tidemark/lake/colfile":             {},
+	"tidemark/lake/colfile/colfiletest": {"tidemark/lake/colfile"},
+	"tidemark/lake/delta":               {"tidemark", "tidemark/lake/store"},
+	"tidemark/lake":                     {"tidemark", "tidemark/lake/store", "tidemark/lake/delta", "tidemark/lake/colfile"},
+	"tidemark/stream/engine":            {"tidemark"},
+	"tidemark/stream":                   {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store", "tidemark/lake/delta", "tidemark/stream/engine"},
+	"tidemark/batch":                    {"tidemark", "tidemark/lake", "tidemark/lake/store"},
+	"tidemark/batch/lateness":           {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
+	"tidemark/reconcile":                {"tidemark", "tidemark/batch", "tidemark/lake", "tidemark/lake/store"},
+	"tidemark/reconcile/requeue":        {"tidemark", "tidemark/ingest", "tidemark/lake", "tidemark/lake/store"},
+	"tidemark/cmd/tidemark":             {"*"},
+	"tidemark/scripts/gen":              {},
 }
 
 // testOnly are helper packages any test may import: they are test kits, not layers.
-var testOnly = map[string]bool{"tidemark/lake/store/storetest": true}
+var testOnly = map[string]bool{"tidemark/lake/store/storetest": true, "tidemark/lake/colfile/colfiletest": true}
+
+// leaves are the packages that import nothing of the project (STYLE.md:
+// "leaf packages that import nothing of the project"), tests included but
+// for their own test kits: the store interface and its backends, and the
+// Parquet column writer.
+var leaves = map[string][]string{
+	"tidemark/lake/store":   {"tidemark/lake/store/storetest"},
+	"tidemark/lake/colfile": {"tidemark/lake/colfile/colfiletest"},
+}
 
 // testWiring are extra edges allowed in tests only: tests that prove a
 // contract between jobs wire them together, as cmd does (reconcile's
 // "stream + reconcile == batch" property, the lateness what-if against the
 // engine's real drops).
 var testWiring = map[string][]string{
-	"tidemark/reconcile":      {"tidemark/stream"},
-	"tidemark/batch/lateness": {"tidemark/stream"},
-	"tidemark/batch":          {"tidemark/stream"}, // stream sessions + batch sessionization agree
+	"tidemark/reconcile":      {"tidemark/stream/engine"},
+	"tidemark/batch/lateness": {"tidemark/stream/engine"},
+	"tidemark/batch":          {"tidemark/stream/engine"}, // stream sessions + batch sessionization agree
 }
 
 type listedPackage struct {
@@ -78,8 +91,15 @@ func TestLayers(t *testing.T) {
 		check(p.Imports, false)
 		check(p.TestImports, true)
 		check(p.XTestImports, true)
+		if kits, leaf := leaves[p.ImportPath]; leaf {
+			for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+				if (imp == "tidemark" || strings.HasPrefix(imp, "tidemark/")) && imp != p.ImportPath && !slices.Contains(kits, imp) {
+					t.Errorf("%s is a leaf package but imports %s", p.ImportPath, imp)
+				}
+			}
+		}
 	}
-	for _, must := range []string{"tidemark", "tidemark/cmd/tidemark", "tidemark/stream", "tidemark/lake"} {
+	for _, must := range []string{"tidemark", "tidemark/cmd/tidemark", "tidemark/stream", "tidemark/lake", "tidemark/lake/colfile", "tidemark/lake/store"} {
 		if !seen[must] {
 			t.Errorf("go list did not report %s: the check saw %d packages", must, len(seen))
 		}

@@ -11,7 +11,7 @@ import (
 	"tidemark"
 	"tidemark/batch"
 	"tidemark/lake"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // TestStreamSessionsAgreeWithBatch runs random arrival orders, batch
@@ -40,7 +40,7 @@ func TestStreamSessionsAgreeWithBatch(t *testing.T) {
 // sessionRun is one random stream run over a lake and its exact sessions.
 type sessionRun struct {
 	gap     time.Duration
-	cfg     stream.Config
+	cfg     engine.Config
 	emitted []tidemark.Result // every session the stream emitted
 	w       int64             // the stream's W at the end
 	exact   []batch.Row       // Sessionize over every row
@@ -56,9 +56,9 @@ func streamSessions(t *testing.T, seed uint64, drain bool) sessionRun {
 	rng := rand.New(rand.NewPCG(seed, 17))
 	run := sessionRun{
 		gap: time.Duration(1+rng.Int64N(20)) * time.Minute,
-		cfg: stream.Config{Lateness: time.Duration(rng.Int64N(30)) * time.Minute, LateRule: stream.LateRule(rng.IntN(2))},
+		cfg: engine.Config{Lateness: time.Duration(rng.Int64N(30)) * time.Minute, LateRule: engine.LateRule(rng.IntN(2))},
 	}
-	e, err := stream.NewSessionEngine(run.gap, run.cfg, nil)
+	e, err := engine.NewSessionEngine(run.gap, run.cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"tidemark"
+	"tidemark/lake/colfile"
 	"tidemark/lake/store"
 )
 
@@ -20,16 +21,10 @@ const (
 	rowGroupRows  = 32 << 10
 	rowGroupBytes = 64 << 20
 	chunkRows     = 16 << 10 // rows buffered per column before handing them to a column worker
-	dictMaxBytes  = 1 << 20
-	// pageBytes is about how many bytes of a column's values a page holds
-	// (uncompressed): 256 KiB instead of 1 MiB took ~19 MB off the 1M-event
-	// stream's peak RSS (median of 4 pairs, 258 -> 239 MiB) for 0.6%
-	// larger files; snappy and zstd run as fast on 256 KiB as on 1 MiB.
-	pageBytes = 256 << 10
 )
 
 // colBuf buffers one column's values of a chunk, typed, until they are
-// handed to parquet-go in bulk. Only the slice for the column's kind is
+// handed to the column's colfile.Chunk in bulk. Only the slice for the column's kind is
 // used; null is kept for OPTIONAL columns only.
 type colBuf struct {
 	ints   []int64
@@ -94,13 +89,12 @@ type colAck struct {
 const rowGroupsInFlight = 2
 
 // rgWriter is one row group being written: a column chunk encoder and a
-// worker goroutine per column, and the Delta stats of its rows (merged
-// into the file's when it is committed).
+// worker goroutine per column (the chunks' stats are merged into the
+// file's Delta stats when it is committed).
 type rgWriter struct {
-	chunks  []*colChunk   // by table column index
-	rows    int64         // set when the row group is closed
-	stats   []colStats    // written by the column's worker
-	jobs    []chan colJob // by column
+	chunks  []*colfile.Chunk // by table column index
+	rows    int64            // set when the row group is closed
+	jobs    []chan colJob    // by column
 	acks    chan colAck
 	workers sync.WaitGroup
 	closed  bool // the final barrier was sent
@@ -112,7 +106,7 @@ type rgWriter struct {
 // methods (in any order), then call endRow. Values are buffered per column
 // in typed slices, a chunk at a time; each full chunk goes to its column's
 // worker goroutine, which encodes it into pages and compresses them
-// (colChunk) while the caller fills the next chunk, and up to
+// (colfile.Chunk) while the caller fills the next chunk, and up to
 // rowGroupsInFlight row groups are written at once.
 // A column chunk's bytes depend only on its values, in order, and row
 // groups are committed in order, so the file is the same whatever the
@@ -125,9 +119,10 @@ type fileWriter struct {
 	t      *table
 	tmp    *os.File
 	stager store.Stager // tmp was staged here; nil: tmp is an OS temp file
-	pf     *pqFile
-	leaf   []int
-	def    []int // max definition level: 1 for OPTIONAL columns
+	pf     *colfile.Writer
+	fcols  []colfile.Column // the file's columns, in file order
+	leaf   []int            // by table column: its index in the file
+	def    []int            // max definition level: 1 for OPTIONAL columns
 	cols   []*colBuf
 	stats  []colStats // of the committed row groups
 	rows   int64
@@ -136,11 +131,11 @@ type fileWriter struct {
 	rgSize int64
 
 	cur     *rgWriter
-	pending []*rgWriter    // closed row groups, oldest first, not yet committed
-	free    []chan *colBuf // by column: emptied chunks
-	nbuf    []int          // by column: buffers allocated
-	spare   [][]*colChunk  // the encoders of committed row groups, for the next
-	hint    int            // rows the caller expects (newFileWriterIn)
+	pending []*rgWriter        // closed row groups, oldest first, not yet committed
+	free    []chan *colBuf     // by column: emptied chunks
+	nbuf    []int              // by column: buffers allocated
+	spare   [][]*colfile.Chunk // the encoders of committed row groups, for the next
+	hint    int                // rows the caller expects (newFileWriterIn)
 	failed  bool
 }
 
@@ -171,13 +166,13 @@ func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temp data file: %w", err)
 	}
-	sch := t.parquetSchema()
-	w := &fileWriter{t: t, tmp: tmp, stager: stager, hint: max(rows, 1)}
+	fcols, order := t.fileColumns()
+	w := &fileWriter{t: t, tmp: tmp, stager: stager, hint: max(rows, 1), fcols: fcols}
 	var out io.Writer = tmp
 	if stager != nil {
 		out = newWriteback(tmp) // published in place: its fsync comes
 	}
-	w.pf, err = newPQFile(out, sch, tidemark.CreatedBy())
+	w.pf, err = colfile.NewWriter(out, fcols, tidemark.CreatedBy())
 	if err != nil {
 		w.abort()
 		return nil, err
@@ -189,14 +184,13 @@ func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 	w.stats = make([]colStats, n)
 	w.free = make([]chan *colBuf, n)
 	w.nbuf = make([]int, n)
+	for leaf, i := range order {
+		w.leaf[i] = leaf
+	}
 	for i, c := range t.cols {
-		lc, ok := sch.Lookup(c.name)
-		if !ok {
-			w.abort()
-			return nil, fmt.Errorf("lake: column %s missing from schema", c.name)
+		if c.optional {
+			w.def[i] = 1
 		}
-		w.leaf[i] = lc.ColumnIndex
-		w.def[i] = lc.MaxDefinitionLevel
 		w.stats[i].kind = c.kind
 		w.cols[i] = newColBuf(t, i, min(max(rows, 1), chunkRows))
 		w.free[i] = make(chan *colBuf, maxColBufs)
@@ -210,20 +204,18 @@ func newFileWriterIn(t *table, st store.Store, rows int) (*fileWriter, error) {
 // encoders of a committed row group when there is one.
 func (w *fileWriter) newRowGroup() *rgWriter {
 	n := len(w.t.cols)
-	g := &rgWriter{stats: make([]colStats, n), jobs: make([]chan colJob, n), acks: make(chan colAck, n)}
+	g := &rgWriter{jobs: make([]chan colJob, n), acks: make(chan colAck, n)}
 	if k := len(w.spare); k > 0 {
 		g.chunks, w.spare = w.spare[k-1], w.spare[:k-1]
 	} else {
-		g.chunks = make([]*colChunk, n)
-		for i, c := range w.t.cols {
-			g.chunks[i] = newColChunk(c, w.t.codecOf(c), min(w.hint, rowGroupRows))
+		g.chunks = make([]*colfile.Chunk, n)
+		for i := range w.t.cols {
+			g.chunks[i] = colfile.NewChunk(w.fcols[w.leaf[i]], min(w.hint, rowGroupRows))
 		}
 	}
 	expect := min(w.left(), rowGroupRows) // the rows this group will get
-	for i, c := range w.t.cols {
-		g.stats[i].kind = c.kind
-		g.chunks[i].st = &g.stats[i]
-		g.chunks[i].expect = expect
+	for i := range w.t.cols {
+		g.chunks[i].Expect(expect)
 		g.jobs[i] = make(chan colJob, chunksInFlight)
 		g.workers.Go(func() { w.work(g, i) })
 	}
@@ -238,17 +230,35 @@ func (w *fileWriter) work(g *rgWriter, i int) {
 	for j := range g.jobs[i] {
 		if j.buf != nil {
 			if err == nil {
-				err = g.chunks[i].add(j.buf)
+				err = g.chunks[i].Add(j.buf.values())
 			}
 			j.buf.reset()
 			w.free[i] <- j.buf
 			continue
 		}
 		if j.flush && err == nil {
-			err = g.chunks[i].finish()
+			err = g.chunks[i].Finish()
 		}
 		g.acks <- colAck{i, err}
 	}
+}
+
+// typedLen is how many values the slice of kind k holds.
+func (b *colBuf) typedLen(k kind) int {
+	switch k {
+	case kindTimestamp, kindLong:
+		return len(b.ints)
+	case kindDouble:
+		return len(b.floats)
+	case kindBool:
+		return len(b.bools)
+	}
+	return len(b.bytes)
+}
+
+// values are the buffered values, as a chunk encoder takes them.
+func (b *colBuf) values() colfile.Values {
+	return colfile.Values{Ints: b.ints, Floats: b.floats, Bools: b.bools, Bytes: b.bytes, Null: b.null}
 }
 
 func (b *colBuf) reset() {
@@ -421,8 +431,8 @@ func (w *fileWriter) left() int { return max(w.hint-int(w.rows), 0) }
 // check reports a chunk buffer of column i that does not hold rows values
 // or holds a null in a REQUIRED column.
 func (w *fileWriter) check(i int, b *colBuf, rows int) error {
-	if b.n != rows {
-		return fmt.Errorf("lake: %s column %s has %d values for %d rows", w.t.name, w.t.cols[i].name, b.n, rows)
+	if b.n != rows || b.typedLen(w.t.cols[i].kind) != rows {
+		return fmt.Errorf("lake: %s column %s has %d values for %d rows (%d buffered)", w.t.name, w.t.cols[i].name, b.n, rows, b.typedLen(w.t.cols[i].kind))
 	}
 	if w.def[i] == 0 && len(b.null) > 0 {
 		return fmt.Errorf("lake: %s column %s is required but got a null", w.t.name, w.t.cols[i].name)
@@ -483,18 +493,16 @@ func (w *fileWriter) commitOldest() error {
 	if err != nil {
 		return err
 	}
-	byLeaf := make([]*colChunk, len(g.chunks))
+	byLeaf := make([]*colfile.Chunk, len(g.chunks))
 	for i, c := range g.chunks {
 		byLeaf[w.leaf[i]] = c
 	}
-	if err := w.pf.writeRowGroup(byLeaf, g.rows); err != nil {
+	if err := w.pf.WriteRowGroup(byLeaf, g.rows); err != nil {
 		return fmt.Errorf("write row group: %w", err)
 	}
-	for i := range w.stats {
-		w.stats[i].merge(&g.stats[i])
-	}
-	for _, c := range g.chunks {
-		c.reset()
+	for i, c := range g.chunks {
+		w.stats[i].addChunk(c.Stats())
+		c.Reset()
 	}
 	w.spare = append(w.spare, g.chunks)
 	return nil
@@ -600,7 +608,7 @@ func (w *fileWriter) stage(st store.Store, dir string) (*stagedFile, error) {
 	if err := w.dispatch(true, true); err != nil {
 		return nil, err
 	}
-	if err := w.pf.close(); err != nil {
+	if err := w.pf.Close(); err != nil {
 		return nil, fmt.Errorf("close parquet file: %w", err)
 	}
 	size, err := w.tmp.Seek(0, io.SeekCurrent)
@@ -682,7 +690,7 @@ func (w *fileWriter) release() {
 	}
 	for _, cs := range w.spare {
 		for _, c := range cs {
-			c.release()
+			c.Release()
 		}
 	}
 	w.spare = nil

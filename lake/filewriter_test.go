@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"tidemark"
+	"tidemark/lake/colfile"
 	"tidemark/lake/store"
 )
 
@@ -398,7 +399,7 @@ func TestFileColumnIndexBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	df := writeTestFile(t, st, 3*pageBytes/16)
+	df := writeTestFile(t, st, 3*colfile.PageBytes/16)
 	fr, err := openFileReader(context.Background(), st, "t/"+df.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -440,7 +441,7 @@ func TestFileColumnIndexBounds(t *testing.T) {
 			pages.Close()
 		}
 	}
-	if checked < 7*3*pageBytes/16/2 {
+	if checked < 7*3*colfile.PageBytes/16/2 {
 		t.Errorf("checked %d values, want most of them", checked)
 	}
 }

@@ -279,6 +279,7 @@ func (l *Lake) writeQuarantineRows(ctx context.Context, rows []QuarantineRow, pv
 	}
 	cReason, cError, cSource, cFile := t.col("reason"), t.col("error"), t.col("source"), t.col("file")
 	cOffset, cIngest, cBatch, cPayload := t.col("offset"), t.col("ingest_time"), t.col("batch_id"), t.col("payload")
+	cFileID := t.col(ColFileID)
 	err = w.fillRows(len(rows), func(cols []*colBuf, lo, hi int) int64 {
 		var size int
 		for _, r := range rows[lo:hi] {
@@ -286,14 +287,17 @@ func (l *Lake) writeQuarantineRows(ctx context.Context, rows []QuarantineRow, pv
 			cols[cError].bytes = append(cols[cError].bytes, []byte(r.Error))
 			cols[cSource].bytes = append(cols[cSource].bytes, []byte(r.Source))
 			cols[cFile].bytes = append(cols[cFile].bytes, []byte(r.File))
+			fileID(cols[cFileID], r.FileID)
 			cols[cOffset].ints = append(cols[cOffset].ints, r.Offset)
 			cols[cIngest].ints = append(cols[cIngest].ints, r.IngestTime)
 			cols[cBatch].ints = append(cols[cBatch].ints, r.BatchID)
 			cols[cPayload].bytes = append(cols[cPayload].bytes, r.Payload)
 			size += len(r.Reason) + len(r.Error) + len(r.Source) + len(r.File) + len(r.Payload)
 		}
-		for _, b := range cols {
-			b.notNull(hi - lo)
+		for i, b := range cols {
+			if i != cFileID {
+				b.notNull(hi - lo)
+			}
 		}
 		return int64(size)
 	})

@@ -6,10 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
-
 	"tidemark"
+	"tidemark/lake/colfile"
 )
 
 // kind is the type of one table column, as Delta (Spark) names it.
@@ -54,34 +52,21 @@ type column struct {
 	payload  bool // the raw line: compressed with the table's payload codec
 }
 
-// node is the Parquet schema node for the column. Every encoding is set
-// explicitly because parquet-go's defaults are not what Spark writes
-// (SPEC §4.2): strings would be DELTA_LENGTH_BYTE_ARRAY and a bare timestamp
-// milliseconds.
-func (c column) node() parquet.Node {
-	var n parquet.Node
-	switch c.kind {
+// fileType is the column's type in a data file.
+func (k kind) fileType() colfile.Type {
+	switch k {
 	case kindTimestamp:
-		n = parquet.Encoded(parquet.Timestamp(parquet.Microsecond), &parquet.Plain)
+		return colfile.Timestamp
 	case kindString:
-		if c.plain {
-			n = parquet.Encoded(parquet.String(), &parquet.Plain)
-		} else {
-			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
-		}
+		return colfile.String
 	case kindLong:
-		n = parquet.Encoded(parquet.Leaf(parquet.Int64Type), &parquet.Plain)
+		return colfile.Int64
 	case kindDouble:
-		n = parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.Plain)
+		return colfile.Double
 	case kindBool:
-		n = parquet.Encoded(parquet.Leaf(parquet.BooleanType), &parquet.Plain)
-	default:
-		n = parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain)
+		return colfile.Boolean
 	}
-	if c.optional {
-		n = parquet.Optional(n)
-	}
-	return n
+	return colfile.ByteArray
 }
 
 // table describes one Delta table of the lake: its data columns (in schema
@@ -93,10 +78,6 @@ type table struct {
 	index    map[string]int // own column's logical name -> index in cols
 	keys     []int          // indexes in cols of the key columns, in key order
 	ns       namespace      // own names stored under another name in this lake
-	// codec is shared by the table's writers so its encoder pool is reused.
-	// SpeedFastest: appends are on the stream's critical path, and the
-	// default level costs ~25% more time for ~5% smaller files.
-	codec *zstdCodec
 	// payload is the codec of the payload column (column.payload), which
 	// holds most of a raw table's bytes; zstd unless the lake says otherwise.
 	payload PayloadCodec
@@ -106,7 +87,7 @@ type table struct {
 // the latter named by their logical names until in renames them.
 func newTable(name string, partCols []string, cols ...column) *table {
 	cols = slices.Clone(cols)
-	t := &table{name: name, cols: cols, partCols: slices.Clone(partCols), index: make(map[string]int, len(cols)), codec: zstdFastest, payload: PayloadZstd}
+	t := &table{name: name, cols: cols, partCols: slices.Clone(partCols), index: make(map[string]int, len(cols)), payload: PayloadZstd}
 	for i := range t.cols {
 		c := &t.cols[i]
 		if c.key {
@@ -155,28 +136,36 @@ func (t *table) phys(name string) string { return t.ns.phys(name) }
 // keyCols returns the indexes of the key columns, in key order.
 func (t *table) keyCols() []int { return t.keys }
 
-// parquetSchema builds the file schema. parquet.Group orders fields by name;
-// readers (Spark, DuckDB, ours) resolve columns by name, so order is moot.
-func (t *table) parquetSchema() *parquet.Schema {
-	g := parquet.Group{}
-	for _, c := range t.cols {
-		g[c.name] = c.node()
-		if c.payload && t.payload != PayloadZstd {
-			g[c.name] = parquet.Compressed(g[c.name], t.payload.codec())
-		}
+// fileColumns returns the table's columns as its data files hold them,
+// in the files' order (by name, as parquet-go's schema orders a group's
+// fields: the files' layout did not change when tidemark's own writer
+// replaced parquet-go's; readers resolve columns by name), and for each
+// the index of its table column. Numbers and strings not marked plain may
+// be dictionary-encoded; the payload column has the table's payload codec,
+// the others zstd (its fastest level: appends are on the stream's critical
+// path, and the default level costs ~25% more time for ~5% smaller files).
+func (t *table) fileColumns() ([]colfile.Column, []int) {
+	order := make([]int, len(t.cols))
+	for i := range order {
+		order[i] = i
 	}
-	return parquet.NewSchema("spark_schema", g)
-}
-
-// codecOf is the compression of column c's chunks: the payload codec for
-// the payload column, zstd for the others.
-func (t *table) codecOf(c column) compress.Codec {
-	if c.payload {
-		if pc := t.payload.codec(); pc != nil {
-			return pc
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(t.cols[a].name, t.cols[b].name) })
+	cols := make([]colfile.Column, len(order))
+	for leaf, i := range order {
+		c := t.cols[i]
+		fc := colfile.Column{Name: c.name, Type: c.kind.fileType(), Optional: c.optional, Codec: colfile.Zstd}
+		switch c.kind {
+		case kindTimestamp, kindLong, kindDouble:
+			fc.Dictionary = true
+		case kindString:
+			fc.Dictionary = !c.plain
 		}
+		if c.payload {
+			fc.Codec = t.payload.fileCodec()
+		}
+		cols[leaf] = fc
 	}
-	return t.codec
+	return cols, order
 }
 
 // schemaString renders the Delta schemaString: data columns then partition

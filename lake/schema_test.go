@@ -3,6 +3,8 @@ package lake
 import (
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 func TestCheckKeys(t *testing.T) {
@@ -98,4 +100,45 @@ func (t *table) colNamed(name string) int {
 		}
 	}
 	panic("no column " + name)
+}
+
+// node is the Parquet schema node for the column. Every encoding is set
+// explicitly because parquet-go's defaults are not what Spark writes
+// (SPEC §4.2): strings would be DELTA_LENGTH_BYTE_ARRAY and a bare timestamp
+// milliseconds.
+func (c column) node() parquet.Node {
+	var n parquet.Node
+	switch c.kind {
+	case kindTimestamp:
+		n = parquet.Encoded(parquet.Timestamp(parquet.Microsecond), &parquet.Plain)
+	case kindString:
+		if c.plain {
+			n = parquet.Encoded(parquet.String(), &parquet.Plain)
+		} else {
+			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
+		}
+	case kindLong:
+		n = parquet.Encoded(parquet.Leaf(parquet.Int64Type), &parquet.Plain)
+	case kindDouble:
+		n = parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.Plain)
+	case kindBool:
+		n = parquet.Encoded(parquet.Leaf(parquet.BooleanType), &parquet.Plain)
+	default:
+		n = parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain)
+	}
+	if c.optional {
+		n = parquet.Optional(n)
+	}
+	return n
+}
+
+// parquetSchema is the schema parquet-go's writer wrote for the table's
+// files before tidemark had its own (fileColumns): the files' must read
+// as the same (checkPQ).
+func (t *table) parquetSchema() *parquet.Schema {
+	g := parquet.Group{}
+	for _, c := range t.cols {
+		g[c.name] = c.node()
+	}
+	return parquet.NewSchema("spark_schema", g)
 }

@@ -1,80 +1,20 @@
 package lake
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"tidemark/lake/colfile"
 )
 
 // statsPrefix is how many bytes of a string Spark keeps in min/max stats.
 const statsPrefix = 32
 
-// bounds are the min and max of the non-null values of a column, by kind:
-// ints for timestamps and longs, floats for doubles, owned bytes for
-// strings and binary.
-type bounds struct {
-	has  bool // at least one value added
-	minI int64
-	maxI int64
-	minF float64
-	maxF float64
-	minB []byte
-	maxB []byte
-}
-
-func (b *bounds) addInt(v int64) {
-	widen(b.has, &b.minI, &b.maxI, v)
-	b.has = true
-}
-
-func (b *bounds) addFloat(v float64) {
-	widen(b.has, &b.minF, &b.maxF, v)
-	b.has = true
-}
-
-// widen moves lo and hi out to v; with has false they start at v.
-func widen[T int64 | float64](has bool, lo, hi *T, v T) {
-	if !has || v < *lo {
-		*lo = v
-	}
-	if !has || v > *hi {
-		*hi = v
-	}
-}
-
-func (b *bounds) addBytes(v []byte) {
-	if !b.has || bytes.Compare(v, b.minB) < 0 {
-		b.minB = append(b.minB[:0], v...)
-	}
-	if !b.has || bytes.Compare(v, b.maxB) > 0 {
-		b.maxB = append(b.maxB[:0], v...)
-	}
-	b.has = true
-}
-
-// merge adds the bounds of other values of a column of kind k.
-func (b *bounds) merge(k kind, o *bounds) {
-	if !o.has {
-		return
-	}
-	switch k {
-	case kindTimestamp, kindLong:
-		b.addInt(o.minI)
-		b.addInt(o.maxI)
-	case kindDouble:
-		b.addFloat(o.minF)
-		b.addFloat(o.maxF)
-	default:
-		b.addBytes(o.minB)
-		b.addBytes(o.maxB)
-	}
-}
-
 // colStats accumulates the Delta file statistics of one column.
 type colStats struct {
-	bounds
+	colfile.Bounds
 	kind  kind
 	nulls int64
 	bad   bool // a value that cannot be a bound (NaN, ±Inf, invalid UTF-8, long max)
@@ -86,7 +26,7 @@ func (s *colStats) addFloat(v float64) {
 		s.bad = true
 		return
 	}
-	s.bounds.addFloat(v)
+	s.AddFloat(v)
 }
 
 // addBytes adds a string's Spark stats prefix to the bounds.
@@ -100,14 +40,28 @@ func (s *colStats) addBytes(b []byte) {
 		s.bad = true
 		b = b[:statsPrefix]
 	}
-	s.bounds.addBytes(b)
+	s.AddBytes(b)
 }
 
-// merge adds the stats of other rows of the same column.
-func (s *colStats) merge(o *colStats) {
-	s.nulls += o.nulls
-	s.bad = s.bad || o.bad
-	s.bounds.merge(s.kind, &o.bounds)
+// addChunk adds the stats of a column chunk the file's writer encoded.
+func (s *colStats) addChunk(c colfile.Stats) {
+	s.nulls += c.Nulls
+	s.bad = s.bad || c.NaN
+	if !c.Has {
+		return
+	}
+	switch s.kind {
+	case kindTimestamp, kindLong:
+		s.AddInt(c.MinInt)
+		s.AddInt(c.MaxInt)
+	case kindDouble:
+		s.addFloat(c.MinFloat)
+		s.addFloat(c.MaxFloat)
+	case kindString:
+		s.bad = s.bad || c.MaxLen > statsPrefix
+		s.addBytes(c.MinBytes)
+		s.addBytes(c.MaxBytes)
+	}
 }
 
 // formatStatsTime renders a timestamp bound as Spark does, in milliseconds.
@@ -125,27 +79,27 @@ func (w *fileWriter) statsJSON() string {
 	for i, c := range w.t.cols {
 		s := &w.stats[i]
 		nulls[c.name] = s.nulls
-		if !s.has {
+		if !s.Has {
 			continue
 		}
 		switch c.kind {
 		case kindTimestamp:
-			mins[c.name] = formatStatsTime(s.minI)
-			maxs[c.name] = formatStatsTime(s.maxI)
+			mins[c.name] = formatStatsTime(s.MinInt)
+			maxs[c.name] = formatStatsTime(s.MaxInt)
 		case kindLong:
-			mins[c.name] = s.minI
-			maxs[c.name] = s.maxI
+			mins[c.name] = s.MinInt
+			maxs[c.name] = s.MaxInt
 		case kindDouble:
 			if !s.bad {
-				mins[c.name] = s.minF
-				maxs[c.name] = s.maxF
+				mins[c.name] = s.MinFloat
+				maxs[c.name] = s.MaxFloat
 			}
 		case kindString:
-			if utf8.Valid(s.minB) {
-				mins[c.name] = string(s.minB)
+			if utf8.Valid(s.MinBytes) {
+				mins[c.name] = string(s.MinBytes)
 			}
-			if !s.bad && utf8.Valid(s.maxB) {
-				maxs[c.name] = string(s.maxB)
+			if !s.bad && utf8.Valid(s.MaxBytes) {
+				maxs[c.name] = string(s.MaxBytes)
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"tidemark"
 	"tidemark/lake"
 	"tidemark/reconcile"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // TestContract is SPEC §5's contract as a property: for random event sets,
@@ -53,16 +53,16 @@ func contract(t *testing.T, iters int, base int64) {
 			slide -= slide % second
 		}
 		spec := tidemark.WindowSpec{Size: size, Slide: slide}
-		cfg := stream.Config{
+		cfg := engine.Config{
 			Window:     spec,
 			Lateness:   time.Duration(rng.IntN(5)) * time.Minute,
-			LateRule:   stream.LateRule(rng.IntN(2)),
-			OutputMode: stream.OutputMode(rng.IntN(2)),
+			LateRule:   engine.LateRule(rng.IntN(2)),
+			OutputMode: engine.OutputMode(rng.IntN(2)),
 		}
 		name := fmt.Sprintf("%d/size=%ds,slide=%ds,lateness=%ds,rule=%s,mode=%s", it, size/second, slide/second, int64(cfg.Lateness/time.Second), cfg.LateRule, cfg.OutputMode)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // its own engine, lake and rng; the runs wait mostly on fsync
-			eng, err := stream.New(cfg, nil)
+			eng, err := engine.New(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 	"tidemark/lake"
 	"tidemark/lake/store"
 	"tidemark/reconcile"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // sessionLake is a session lake (keys k, value v) on a real directory.
@@ -40,7 +40,7 @@ func sessionLake(t testing.TB, gap time.Duration) *testLake {
 type sessionStream struct {
 	t     testing.TB
 	tl    *testLake
-	e     *stream.SessionEngine
+	e     *engine.SessionEngine
 	batch int64
 	w     int64
 	hasW  bool
@@ -52,9 +52,9 @@ type endOf struct {
 	end int64
 }
 
-func newSessionStream(t testing.TB, tl *testLake, gap time.Duration, cfg stream.Config) *sessionStream {
+func newSessionStream(t testing.TB, tl *testLake, gap time.Duration, cfg engine.Config) *sessionStream {
 	t.Helper()
-	e, err := stream.NewSessionEngine(gap, cfg, nil)
+	e, err := engine.NewSessionEngine(gap, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func (s *sessionStream) drain() {
 	s.write(nil, res)
 }
 
-func (s *sessionStream) write(recs []tidemark.Record, res stream.BatchResult) {
+func (s *sessionStream) write(recs []tidemark.Record, res engine.BatchResult) {
 	s.t.Helper()
 	b := lake.Batch{AppID: "stream", BatchID: s.batch, Records: recs, Closed: streamRows(res.Emitted, res.Watermark, res.HasWatermark)}
 	for _, r := range res.Emitted {
@@ -118,7 +118,7 @@ func sessionsText(t testing.TB, tl *testLake) string {
 func TestSessionReconcileMerges(t *testing.T) {
 	ctx := context.Background()
 	tl := sessionLake(t, 5*time.Minute)
-	s := newSessionStream(t, tl, 5*time.Minute, stream.Config{LateRule: stream.LateWindow})
+	s := newSessionStream(t, tl, 5*time.Minute, engine.Config{LateRule: engine.LateWindow})
 	u1, u2, u3 := "u1", "u2", "u3"
 	// u1: 10:00, 10:03, 10:11, then the late 10:07 (the README's walk-through).
 	// u2: 23:55, then 00:01 the next day, then the late 23:58.
@@ -201,9 +201,9 @@ func TestSessionReconcileMerges(t *testing.T) {
 // emitted it, though the late row lies far more than a gap before the W of
 // the run that deferred it.
 func TestSessionReconcileDeferred(t *testing.T) {
-	for _, rule := range []stream.LateRule{stream.LateWindow, stream.LateEvent} {
+	for _, rule := range []engine.LateRule{engine.LateWindow, engine.LateEvent} {
 		tl := sessionLake(t, 30*time.Minute)
-		s := newSessionStream(t, tl, 30*time.Minute, stream.Config{LateRule: rule})
+		s := newSessionStream(t, tl, 30*time.Minute, engine.Config{LateRule: rule})
 		i := 0
 		for ts := at(8, 0); ts <= at(11, 0); ts += 10 * 60 * second {
 			s.process([]tidemark.Record{rec(i, ts, "u1", 1)})
@@ -236,7 +236,7 @@ func TestSessionReconcileDeferred(t *testing.T) {
 func TestSessionReconcileNoLaterOverlap(t *testing.T) {
 	for _, row := range []bool{true, false} {
 		tl := sessionLake(t, 5*time.Minute)
-		s := newSessionStream(t, tl, 5*time.Minute, stream.Config{LateRule: stream.LateWindow})
+		s := newSessionStream(t, tl, 5*time.Minute, engine.Config{LateRule: engine.LateWindow})
 		s.process([]tidemark.Record{rec(0, at(10, 0), "u1", 1)})
 		s.process([]tidemark.Record{rec(1, at(10, 10), "u2", 1)})          // W 10:10 closes [10:00,10:05)
 		s.process([]tidemark.Record{rec(2, at(10, 4)+59*second, "u1", 1)}) // [10:04:59,10:09:59) ends before W: late
@@ -265,7 +265,7 @@ func TestSessionReconcileNoLaterOverlap(t *testing.T) {
 // run finds nothing to change.
 func TestSessionReconcileCrashBetweenCommits(t *testing.T) {
 	tl := sessionLake(t, 5*time.Minute)
-	s := newSessionStream(t, tl, 5*time.Minute, stream.Config{LateRule: stream.LateEvent})
+	s := newSessionStream(t, tl, 5*time.Minute, engine.Config{LateRule: engine.LateEvent})
 	for i, ts := range []int64{at(10, 0), at(10, 3), at(10, 11), at(10, 7), at(11, 0)} {
 		s.process([]tidemark.Record{rec(i, ts, "u1", float64(i+1))})
 	}
@@ -346,7 +346,7 @@ func sessionContract(t *testing.T, iters int, bt time.Time) {
 	for it := range iters {
 		rng := rand.New(rand.NewPCG(uint64(it), 13))
 		gap := time.Duration(1+rng.IntN(10)) * time.Minute
-		cfg := stream.Config{Lateness: time.Duration(rng.IntN(5)) * time.Minute, LateRule: stream.LateRule(rng.IntN(2))}
+		cfg := engine.Config{Lateness: time.Duration(rng.IntN(5)) * time.Minute, LateRule: engine.LateRule(rng.IntN(2))}
 		drain := rng.IntN(2) == 0
 		name := fmt.Sprintf("%d/gap=%s,lateness=%s,rule=%s,drain=%v", it, gap, cfg.Lateness, cfg.LateRule, drain)
 		t.Run(name, func(t *testing.T) {

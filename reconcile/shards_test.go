@@ -13,7 +13,7 @@ import (
 	"tidemark/lake/store"
 	"tidemark/lake/store/storetest"
 	"tidemark/reconcile"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // shardRun is one stream of a shared lake, in process: the real engine and
@@ -21,7 +21,7 @@ import (
 type shardRun struct {
 	id     string
 	lk     *lake.Lake
-	eng    *stream.Engine
+	eng    *engine.Engine
 	recs   []tidemark.Record
 	next   int // next record to process
 	batch  int64
@@ -39,7 +39,7 @@ func newShardRun(t testing.TB, st store.Store, id string, spec tidemark.WindowSp
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := stream.New(stream.Config{Window: spec, Lateness: lateness}, nil)
+	eng, err := engine.New(engine.Config{Window: spec, Lateness: lateness}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func (s *shardRun) step(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	var recs []tidemark.Record
-	var res stream.BatchResult
+	var res engine.BatchResult
 	if s.next < len(s.recs) {
 		n := min(s.sizes(), len(s.recs)-s.next)
 		recs = s.recs[s.next : s.next+n]

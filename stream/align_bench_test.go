@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tidemark"
+	"tidemark/stream/engine"
 )
 
 // BenchmarkWatermarkJump measures the batch in which a backlog clears
@@ -46,7 +47,7 @@ func benchWatermarkJump(b *testing.B, keys int, slide time.Duration) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		e, err := New(Config{Window: spec, Lateness: 5 * time.Second}, nil)
+		e, err := engine.New(engine.Config{Window: spec, Lateness: 5 * time.Second}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"tidemark/ingest"
 	"tidemark/lake/store"
 	"tidemark/lake/store/storetest"
+	"tidemark/stream/engine"
 )
 
 // A property of event-time aligned input (SPEC §2, "Watermark"), over
@@ -103,7 +104,7 @@ func (e propEvent) line() string {
 
 // lateByOwnFile is the naive reference: whether the row at index i of its
 // file is late relative to its own file's earlier events alone.
-func lateByOwnFile(cfg Config, evs []propEvent, i int, lateness int64) bool {
+func lateByOwnFile(cfg engine.Config, evs []propEvent, i int, lateness int64) bool {
 	var own int64
 	has := false
 	for _, e := range evs[:i] {
@@ -116,7 +117,7 @@ func lateByOwnFile(cfg Config, evs []propEvent, i int, lateness int64) bool {
 	}
 	w := own - lateness
 	t := evs[i].t
-	if cfg.LateRule == LateEvent {
+	if cfg.LateRule == engine.LateEvent {
 		return t < w
 	}
 	first := cfg.Window.Assign(nil, t)[0] // windows in ascending order: the first ends first
@@ -124,7 +125,7 @@ func lateByOwnFile(cfg Config, evs []propEvent, i int, lateness int64) bool {
 }
 
 type propRun struct {
-	cfg     Config
+	cfg     engine.Config
 	maxRows int
 	sources []propSource
 }
@@ -137,7 +138,7 @@ func genPropRun(rng *rand.Rand, beyondBudget bool) propRun {
 		slide = 20 * time.Second
 	}
 	spec, _ := tidemark.NewWindowSpec(size, slide)
-	run := propRun{cfg: Config{Window: spec, LateRule: LateRule(rng.IntN(2))}, maxRows: []int{1, 7, 50, 200, 1000}[rng.IntN(5)]}
+	run := propRun{cfg: engine.Config{Window: spec, LateRule: engine.LateRule(rng.IntN(2))}, maxRows: []int{1, 7, 50, 200, 1000}[rng.IntN(5)]}
 	nSources := 1 + rng.IntN(2)
 	run.cfg.Lateness = budgets[rng.IntN(len(budgets))]
 	for s := range nSources {
@@ -185,7 +186,7 @@ func runProp(t *testing.T, run propRun, specs []string, scfg ingest.SourceConfig
 	for i, s := range specs {
 		cfg.SourceLateness[s] = time.Duration(run.sources[i].lateness) * time.Microsecond
 	}
-	eng, err := New(cfg, nil)
+	eng, err := engine.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func checkProp(t *testing.T, run propRun, specs []string, recs []tidemark.Record
 	if w != want {
 		t.Fatalf("watermark after the last batch: %s, want %s", tidemark.FormatTime(w), tidemark.FormatTime(want))
 	}
-	if beyond && run.cfg.LateRule == LateWindow && run.cfg.Window.Slide != run.cfg.Window.Size {
+	if beyond && run.cfg.LateRule == engine.LateWindow && run.cfg.Window.Slide != run.cfg.Window.Size {
 		return // a late row still counts in its open sliding windows: no simple exact windows
 	}
 	got := map[propWin]tidemark.Agg{}

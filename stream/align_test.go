@@ -16,6 +16,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // genEvent is one generated input line and the producer that wrote it.
@@ -93,7 +94,7 @@ func runBacklog(t testing.TB, dir string, maxRows int, lateness time.Duration) (
 	cfg := RunnerConfig{
 		Sources:      []string{dir},
 		Decoder:      ingest.DecoderConfig{Keys: []string{"page"}, ValueField: "value", MaxFuture: -1},
-		Engine:       Config{Window: spec, Lateness: lateness},
+		Engine:       engine.Config{Window: spec, Lateness: lateness},
 		Lake:         t.TempDir(),
 		MaxBatchRows: maxRows,
 		Once:         true,
@@ -148,7 +149,7 @@ func TestEngineFrontierAndSourceLateness(t *testing.T) {
 	rec := func(src string, m int) tidemark.Record {
 		return tidemark.Record{Source: src, EventTime: min(m)}
 	}
-	e, err := New(Config{Window: spec, Lateness: time.Minute, SourceLateness: map[string]time.Duration{"slow": 10 * time.Minute}}, nil)
+	e, err := engine.New(engine.Config{Window: spec, Lateness: time.Minute, SourceLateness: map[string]time.Duration{"slow": 10 * time.Minute}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestEngineFrontierAndSourceLateness(t *testing.T) {
 			t.Errorf("step %d: W %s, want %s", i, tidemark.FormatTime(got), tidemark.FormatTime(st.want))
 		}
 	}
-	if _, err := New(Config{Window: spec, SourceLateness: map[string]time.Duration{"x": -time.Microsecond}}, nil); err == nil {
+	if _, err := engine.New(engine.Config{Window: spec, SourceLateness: map[string]time.Duration{"x": -time.Microsecond}}, nil); err == nil {
 		t.Error("negative source lateness accepted")
 	}
 }

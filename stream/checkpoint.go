@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // The checkpoint is a small directory of JSON files, on the same kind of
@@ -161,7 +162,7 @@ func (c *checkpoint) write(ctx context.Context, key string, v any) error {
 // changes' CRC, so the snapshot can be a scan of it. A crash after that
 // leaves a database ahead of the last commit: the marker no longer matches
 // and the restart rebuilds it from the checkpoint.
-func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng windower, state drainState) error {
+func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]json.RawMessage, eng engine.Windower, state engine.Saved) error {
 	ref, err := c.writeState(ctx, batchID, eng, state)
 	if err != nil {
 		return err
@@ -172,11 +173,11 @@ func (c *checkpoint) commit(ctx context.Context, batchID int64, end map[string]j
 // commitEntryOf is the commit entry of a batch whose state file is ref,
 // taken from the engine right after the batch (state overrides its
 // watermark: the drain batch).
-func commitEntryOf(batchID int64, end map[string]json.RawMessage, eng windower, state drainState, ref *stateRef) commitEntry {
-	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.sourceWatermarks()}
-	w, hasW := eng.watermark()
+func commitEntryOf(batchID int64, end map[string]json.RawMessage, eng engine.Windower, state engine.Saved, ref *stateRef) commitEntry {
+	entry := commitEntry{BatchID: batchID, End: end, State: ref, SourceWatermarks: eng.SourceWatermarks()}
+	w, hasW := eng.Watermark()
 	if state != nil {
-		w, hasW = state.mark()
+		w, hasW = state.Mark()
 	}
 	if hasW {
 		entry.Watermark = &w
@@ -204,16 +205,14 @@ func (c *checkpoint) writeCommit(ctx context.Context, entry commitEntry) error {
 // names the state file before the commit entry does, and a restart sweeps
 // one no commit names, so the runner writes it while the lake commits the
 // batch: it only reads the engine, which no one changes meanwhile.
-func (c *checkpoint) writeState(ctx context.Context, batchID int64, eng windower, state drainState) (*stateRef, error) {
-	changes, err := eng.changelog()
+func (c *checkpoint) writeState(ctx context.Context, batchID int64, eng engine.Windower, state engine.Saved) (*stateRef, error) {
+	changes, err := eng.Changelog()
 	if err != nil {
 		return nil, fmt.Errorf("encode the changelog of batch %d: %w", batchID, err)
 	}
-	if e, ok := eng.(*Engine); ok && e.disk != nil {
-		after, _ := state.(*State) // a window engine's drain state
-		if err := e.flushDisk(e.diskMarkerFor(c.id, batchID, frameCRC(changes), after)); err != nil {
-			return nil, err
-		}
+	after, _ := state.(*engine.State) // a window engine's drain state
+	if err := eng.Flush(engine.FlushTag{StreamID: c.id, BatchID: batchID, Token: frameCRC(changes), After: after}); err != nil {
+		return nil, err
 	}
 	return c.saveState(ctx, batchID, eng, state, changes)
 }
@@ -289,12 +288,12 @@ func (c *checkpoint) loadCommit(ctx context.Context, id int64) (*commitEntry, *c
 		if entry.Engine == nil {
 			return nil, nil, &corruptError{key: c.describe(key), err: errors.New("no engine state")}
 		}
-		st := new(State) // written before state/ existed: the whole state inline
+		st := new(engine.State) // written before state/ existed: the whole state inline
 		if err := st.UnmarshalBinary(entry.Engine); err != nil {
 			return nil, nil, &corruptError{key: c.describe(key), err: err}
 		}
 		c.chain, c.tip = nil, nil // the next batch writes a snapshot
-		return entry, &committedState{snapshot: st}, nil
+		return entry, &committedState{snapshot: &engine.Encoded{State: st}}, nil
 	}
 	cs, err := c.loadState(ctx, id, entry.State)
 	if err != nil {
@@ -337,11 +336,26 @@ func (c *checkpoint) sweep(ctx context.Context, upTo int64) error {
 	return errors.Join(errs...)
 }
 
+// resume is what a store engine resumes: the last commit and its state.
+func (r recovered) resume(streamID string) engine.Resume {
+	var res engine.Resume
+	if r.commit != nil && r.commit.State != nil {
+		res.Tag = engine.FlushTag{StreamID: streamID, BatchID: r.commit.BatchID, Token: r.commit.State.Token}
+		res.Committed = true
+	} else if r.commit != nil {
+		res.Tag = engine.FlushTag{StreamID: streamID, BatchID: r.commit.BatchID}
+	}
+	if r.state != nil {
+		res.Snapshot, res.Changelogs = r.state.snapshot, r.state.changelogs
+	}
+	return res
+}
+
 // engine builds the engine a restart resumes with: the committed state, or
 // a fresh one.
-func (r recovered) engine(cfg Config) (*Engine, error) {
+func (r recovered) engine(cfg engine.Config) (*engine.Engine, error) {
 	if r.state == nil {
-		return New(cfg, nil)
+		return engine.New(cfg, nil)
 	}
 	e, err := r.state.engine(cfg)
 	if err != nil {
@@ -353,7 +367,7 @@ func (r recovered) engine(cfg Config) (*Engine, error) {
 // openEngine is engine with the state store opts: for StatePebble the
 // local database of stream streamID, reused when its marker matches the
 // last commit and rebuilt from the checkpoint otherwise.
-func (r recovered) openEngine(cfg Config, opts StateOptions, streamID string) (*Engine, error) {
+func (r recovered) openEngine(cfg engine.Config, opts StateOptions, streamID string) (*engine.Engine, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -361,7 +375,11 @@ func (r recovered) openEngine(cfg Config, opts StateOptions, streamID string) (*
 	if opts.Store != StatePebble {
 		return r.engine(cfg)
 	}
-	e, err := openDiskEngine(cfg, opts, streamID, r.commit, r.state)
+	st, err := openPebbleStore(opts, streamID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.OpenStore(cfg, st, r.resume(streamID))
 	if err != nil && r.commit != nil {
 		return nil, fmt.Errorf("checkpoint engine state of batch %d: %w", r.commit.BatchID, err)
 	}

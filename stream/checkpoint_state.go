@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -13,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"tidemark"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // The engine state after each batch lives beside the commits, in state/:
@@ -90,13 +89,13 @@ func changelogKey(id int64) string { return fmt.Sprintf("state/%020d.changelog",
 // carries. override replaces the engine's state (the drain batch, whose
 // checkpointed watermark is not the engine's); it is always a snapshot.
 // changes is the batch's encoded changelog (its CRC is the ref's Token).
-func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, override drainState, changes []byte) (*stateRef, error) {
+func (c *checkpoint) saveState(ctx context.Context, id int64, eng engine.Windower, override engine.Saved, changes []byte) (*stateRef, error) {
 	prev := c.tip
 	limit := c.maxChangelogs
 	if limit <= 0 {
 		limit = maxChangelogs
 	}
-	open := eng.openRows()
+	open := eng.OpenRows()
 	snapshot := override != nil || snapshotDue(prev, int64(len(changes)), open, limit)
 	ref := &stateRef{Snapshot: id, Token: frameCRC(changes), SnapshotRows: open}
 	if !snapshot {
@@ -112,59 +111,45 @@ func (c *checkpoint) saveState(ctx context.Context, id int64, eng windower, over
 		return ref, nil
 	}
 	ref.File = snapshotKey(id)
-	var data []byte
-	switch e, ok := eng.(*Engine); {
-	case override == nil && ok:
-		n, sum, err := c.putSnapshot(ctx, ref.File, e)
+	if override != nil {
+		data, err := override.MarshalBinary()
 		if err != nil {
-			return nil, err
-		}
-		ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
-		c.tip = ref
-		return ref, nil
-	case override == nil:
-		data = eng.snapshot()
-	default:
-		var err error
-		if data, err = override.MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("encode the state after batch %d: %w", id, err)
 		}
+		ref.SnapshotBytes = int64(len(data))
+		ref.Bytes, ref.CRC = int64(len(data)), frameCRC(data)
+		if err := c.put(ctx, ref.File, data); err != nil {
+			return nil, err
+		}
+		c.tip = ref
+		return ref, nil
 	}
-	ref.SnapshotBytes = int64(len(data))
-	ref.Bytes, ref.CRC = int64(len(data)), frameCRC(data)
-	if err := c.put(ctx, ref.File, data); err != nil {
+	n, sum, err := c.putSnapshot(ctx, ref.File, eng)
+	if err != nil {
 		return nil, err
 	}
+	ref.Bytes, ref.CRC, ref.SnapshotBytes = n, sum, n
 	c.tip = ref
 	return ref, nil
 }
 
 // putSnapshot streams the engine's snapshot to key through a pipe. The
-// store needs its size up front: the memory store adds up its encoded
+// store needs its size up front: the memory engine adds up its encoded
 // lengths without encoding; the Pebble store measures it (and its CRC) by a
-// first scan of the same Pebble snapshot the second writes. Memory stays at the encoder's 64 KiB
-// buffer whatever the state's size.
-func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (int64, uint32, error) {
-	write := eng.writeSnapshot
-	var size int64
-	var sum uint32
-	if eng.disk == nil {
-		size = eng.snapshotSize() // the slab gives it without encoding; the CRC comes with the write
-	} else {
-		snap := eng.disk.db.NewSnapshot()
-		defer snap.Close()
-		open := eng.disk.open
-		write = func(w io.Writer) (int64, uint32, error) { return eng.writeDiskSnapshot(snap, open, w) }
-		var err error
-		if size, sum, err = write(io.Discard); err != nil {
-			return 0, 0, err
-		}
+// first scan of the same Pebble snapshot the second writes. Memory stays at
+// the encoder's 64 KiB buffer whatever the state's size.
+func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng engine.Windower) (int64, uint32, error) {
+	snap, err := eng.Snapshot()
+	if err != nil {
+		return 0, 0, fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
+	defer snap.Release()
+	size, sum := snap.Size, snap.Sum
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		n, again, err := write(pw)
-		if err == nil && (n != size || (eng.disk != nil && again != sum)) {
+		n, again, err := snap.WriteTo(pw)
+		if err == nil && (n != size || (snap.Measured && again != sum)) {
 			err = errors.New("stream: the state changed while its snapshot was written")
 		}
 		sum = again
@@ -185,6 +170,8 @@ func (c *checkpoint) putSnapshot(ctx context.Context, key string, eng *Engine) (
 // the CRC-32C of the whole file instead, frame CRC included, which is the
 // same constant for every intact file (a CRC's residue); checkFileCRC
 // accepts it for them.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 func frameCRC(data []byte) uint32 {
 	if len(data) < 4 {
 		return crc32.Checksum(data, castagnoli)
@@ -277,55 +264,6 @@ func (c *checkpoint) takeWritten() int64 {
 	return n
 }
 
-// committedState is the engine state of a commit: a snapshot and the
-// changelogs after it, in batch order. The snapshot's open pairs stay
-// encoded (pairs, n of them, checked) until an engine is built, so a
-// restart that reuses a local Pebble state never decodes them and one that
-// rebuilds it streams them in.
-type committedState struct {
-	snapshot   *State // Open is empty while pairs holds them
-	pairs      []byte
-	n          int
-	changelogs []*Changes
-	// session and sessionChanges replace them in a session stream's
-	// checkpoint (decodeStateFile picks by the file's magic).
-	session        *SessionState
-	sessionChanges []*SessionChanges
-}
-
-// decodeSnapshot checks an encoded snapshot whole and returns it with its
-// open pairs still encoded.
-func decodeSnapshot(data []byte) (*committedState, error) {
-	d, err := openFramed(data, stateMagic, "state")
-	if err != nil {
-		return nil, err
-	}
-	st := new(State)
-	d.stateHeader(st)
-	n := d.count(minResultBytes)
-	pairs := d.b
-	for range n {
-		d.skipResult()
-	}
-	if err := d.finish("state"); err != nil {
-		return nil, err
-	}
-	return &committedState{snapshot: st, pairs: pairs, n: n}, nil
-}
-
-// full returns the snapshot with its open pairs decoded.
-func (cs *committedState) full() *State {
-	if cs.pairs != nil {
-		d := decoder{b: cs.pairs}
-		cs.snapshot.Open = make([]tidemark.Result, 0, cs.n)
-		for range cs.n {
-			cs.snapshot.Open = append(cs.snapshot.Open, d.result())
-		}
-		cs.pairs, cs.n = nil, 0
-	}
-	return cs.snapshot
-}
-
 // loadState reads the chain ref names for commit id, checking each file;
 // a damaged or missing one is an error naming it.
 func (c *checkpoint) loadState(ctx context.Context, id int64, ref *stateRef) (*committedState, error) {
@@ -390,65 +328,3 @@ func (e *corruptError) Error() string {
 }
 
 func (e *corruptError) Unwrap() error { return e.err }
-
-// engine builds an engine with cfg holding the committed state.
-func (cs *committedState) engine(cfg Config) (*Engine, error) {
-	e, err := New(cfg, cs.full())
-	if err != nil {
-		return nil, err
-	}
-	for i, ch := range cs.changelogs {
-		if err := e.Apply(ch); err != nil {
-			return nil, fmt.Errorf("replay changelog %d of %d: %w", i+1, len(cs.changelogs), err)
-		}
-	}
-	return e, nil
-}
-
-// State returns the committed state as one snapshot (for inspection).
-func (cs *committedState) State() (*State, error) {
-	if cs.snapshot == nil {
-		return cs.sessionView()
-	}
-	e, err := cs.engine(Config{Window: cs.snapshot.Window})
-	if err != nil {
-		return nil, err
-	}
-	return e.State(), nil
-}
-
-// committedBatch is the latest committed batch of a checkpoint, as a
-// restart resumes from it.
-type committedBatch struct {
-	BatchID   int64                      // -1: nothing committed yet
-	End       map[string]json.RawMessage // per source, the position after the batch
-	Watermark *int64                     // nil before any watermark
-	// SourceWatermarks is each source's watermark (µs), as the batch's
-	// commit recorded it; nil in checkpoints written before it was.
-	SourceWatermarks map[string]int64
-	State            *State        // the engine state, snapshot and changelogs folded (sorted)
-	Pending          *offsetsEntry // a batch logged after it and not committed (a restart replays it)
-}
-
-// latestCommitted reads, without changing anything, the latest committed
-// batch of the checkpoint in st: the one function inspection (and anything
-// else outside the runner) should use to see "the state and positions a
-// restart would resume from". Damaged entries are errors naming the file,
-// recovered as a restart would when that is provably safe.
-func latestCommitted(ctx context.Context, st store.Store) (committedBatch, error) {
-	ck := &checkpoint{st: st}
-	rec, err := ck.recover(ctx)
-	if err != nil {
-		return committedBatch{BatchID: -1}, err
-	}
-	out := committedBatch{BatchID: -1, Pending: rec.pending}
-	if rec.commit == nil {
-		return out, nil
-	}
-	out.BatchID, out.End, out.Watermark = rec.commit.BatchID, rec.commit.End, rec.commit.Watermark
-	out.SourceWatermarks = rec.commit.SourceWatermarks
-	if out.State, err = rec.state.State(); err != nil {
-		return out, fmt.Errorf("checkpoint %s: engine state of batch %d: %w", st, rec.commit.BatchID, err)
-	}
-	return out, nil
-}

@@ -16,17 +16,18 @@ import (
 
 	"tidemark"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // ckRun is a random run for the checkpoint tests: many keys, so states are
 // large next to what a batch changes.
-func ckRun(rng *rand.Rand) (Config, []batchIn) {
+func ckRun(rng *rand.Rand) (engine.Config, []batchIn) {
 	size := 1 + rng.Int64N(30)
 	slide := size
 	if rng.IntN(3) == 0 {
 		slide = 1 + rng.Int64N(size)
 	}
-	cfg := Config{Window: tidemark.WindowSpec{Size: size, Slide: slide}, Lateness: time.Duration(rng.Int64N(60)) * time.Microsecond, LateRule: LateRule(rng.IntN(2)), OutputMode: OutputMode(rng.IntN(2))}
+	cfg := engine.Config{Window: tidemark.WindowSpec{Size: size, Slide: slide}, Lateness: time.Duration(rng.Int64N(60)) * time.Microsecond, LateRule: engine.LateRule(rng.IntN(2)), OutputMode: engine.OutputMode(rng.IntN(2))}
 	nkeys := 1 + rng.IntN(300)
 	var batches []batchIn
 	clock := rng.Int64N(1000)
@@ -53,9 +54,9 @@ func ckRun(rng *rand.Rand) (Config, []batchIn) {
 type ckHarness struct {
 	t   *testing.T
 	st  store.Store
-	cfg Config
+	cfg engine.Config
 	ck  *checkpoint
-	eng *Engine
+	eng *engine.Engine
 	max int // maxChangelogs of every checkpoint opened
 
 	local StateOptions // the engine's state store (zero: memory)
@@ -199,7 +200,7 @@ func TestCheckpointChangelogRule(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := store.OpenDir(t.TempDir())
 	ck := &checkpoint{st: dir}
-	e := mustNew(t, Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 30) * time.Microsecond}, nil)
+	e := mustNew(t, engine.Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 30) * time.Microsecond}, nil)
 	var recs []tidemark.Record
 	for i := range 5000 {
 		recs = append(recs, tidemark.Record{Source: "s", EventTime: 1, Key: tidemark.MakeKey(tidemark.KeyPart{Value: fmt.Sprintf("user-%d", i)})})
@@ -238,7 +239,7 @@ func TestCheckpointChangelogRule(t *testing.T) {
 func TestCheckpointDamage(t *testing.T) {
 	ctx := context.Background()
 	// A large first batch, then small ones: a snapshot, then changelogs.
-	cfg := Config{Window: tidemark.WindowSpec{Size: 100}, Lateness: 1000 * time.Microsecond}
+	cfg := engine.Config{Window: tidemark.WindowSpec{Size: 100}, Lateness: 1000 * time.Microsecond}
 	var batches []batchIn
 	for b := range 8 {
 		var recs []tidemark.Record
@@ -342,7 +343,7 @@ func TestCheckpointDamage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var c Changes
+		var c engine.Changes
 		if err := c.UnmarshalBinary(data); err != nil || len(c.Upserts) == 0 {
 			t.Fatalf("changelog 7: %v, %d upserts", err, len(c.Upserts))
 		}
@@ -460,12 +461,12 @@ func FuzzCheckpointCommit(f *testing.F) {
 	f.Add([]byte(`{"batch_id":1,"state":{"snapshot":1,"changelogs":0}}`))
 	f.Add([]byte(`{"batch_id":1,"engine":"AAAA"}`))
 	f.Add([]byte(`{}`))
-	cfg := Config{Window: tidemark.WindowSpec{Size: 10}}
+	cfg := engine.Config{Window: tidemark.WindowSpec{Size: 10}}
 	// The chain is written once; each input only replaces commit 1 (recovery
 	// reads and never writes).
 	ctx := context.Background()
 	dir, _ := store.OpenDir(f.TempDir())
-	e, _ := New(cfg, nil)
+	e, _ := engine.New(cfg, nil)
 	ck := &checkpoint{st: dir}
 	e.Process([]tidemark.Record{{Source: "s", EventTime: 5, Key: "k"}}, t0)
 	if err := ck.commit(ctx, 0, nil, e, nil); err != nil {

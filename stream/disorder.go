@@ -7,6 +7,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // Disorder as the watermark sees it (raw_events.disorder_us, SPEC §4.1).
@@ -78,7 +79,7 @@ func manyFiles(start, end map[string]decodedPosition) bool {
 // than one file in start or end. before are the engine's source marks and
 // w, hasW its watermark before the batch; lateness gives each source's
 // budget (µs).
-func (m *disorderMeter) measure(recs []tidemark.Record, start, end map[string]decodedPosition, before []sourceMark, w int64, hasW bool, lateness func(string) int64) {
+func (m *disorderMeter) measure(recs []tidemark.Record, start, end map[string]decodedPosition, before []engine.SourceMark, w int64, hasW bool, lateness func(string) int64) {
 	m.prev = end
 	var runs map[string]*sourceLevel
 	for name, e := range end {

@@ -17,6 +17,7 @@ import (
 	"tidemark"
 	"tidemark/ingest"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // Status is where a stream stands, as its checkpoint records it: what
@@ -146,8 +147,10 @@ type Holder struct {
 }
 
 func lockHolder(ctx context.Context, st store.Store) Holder {
-	if d, ok := st.(*store.Dir); ok { // the lock's own test: see acquireLock
-		return flockHolder(filepath.Join(d.String(), localKey), "/proc/locks")
+	if _, ok := st.(store.Locker); ok {
+		// The lease's own test (store.AcquireLease): a store that locks a
+		// local file locks localKey under its root, which it names.
+		return flockHolder(filepath.Join(st.String(), localKey), "/proc/locks")
 	}
 	data, err := store.ReadAll(ctx, st, leaseKey)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -272,8 +275,8 @@ func (s checkpointSnapshot) status(where string) (Status, error) {
 	if len(state.Open) > 0 {
 		out.OpenFrom, out.OpenTo = timePtr(from), timePtr(to)
 	}
-	if eng, err := New(Config{Window: state.Window}, &state); err == nil {
-		out.StateBytes = eng.stateBytes()
+	if eng, err := engine.New(engine.Config{Window: state.Window}, &state); err == nil {
+		out.StateBytes = eng.StateBytes()
 	}
 
 	// Sources: every one with a position or engine state, by name.

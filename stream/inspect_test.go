@@ -14,6 +14,7 @@ import (
 
 	"tidemark"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 func openCheckpoint(t *testing.T, dir string) store.Store {
@@ -118,8 +119,8 @@ func TestInspectMissing(t *testing.T) {
 // FuzzInspect: whatever a checkpoint's commit record holds (a damaged
 // file, a foreign one), Inspect returns an error or a status, never panics.
 func FuzzInspect(f *testing.F) {
-	good, _ := (&State{Window: tidemark.WindowSpec{Size: 1e6, Slide: 1e6}, HasWatermark: true, Watermark: 5,
-		Sources: []SourceState{{Name: "s", HasEventTime: true, MaxEventTime: 9}},
+	good, _ := (&engine.State{Window: tidemark.WindowSpec{Size: 1e6, Slide: 1e6}, HasWatermark: true, Watermark: 5,
+		Sources: []engine.SourceState{{Name: "s", HasEventTime: true, MaxEventTime: 9}},
 		Open:    []tidemark.Result{{Window: tidemark.Window{Start: 1e6, End: 2e6}, Key: "k"}}}).MarshalBinary()
 	seed, _ := json.Marshal(commitEntry{BatchID: 0, End: map[string]json.RawMessage{"s": json.RawMessage(`{"files":[{"path":"a","offset":3,"done":true}]}`)}, Engine: good})
 	f.Add(seed)

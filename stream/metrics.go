@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tidemark"
+	"tidemark/stream/engine"
 )
 
 // metrics are the Prometheus view of the progress lines (SPEC §7).
@@ -125,7 +126,7 @@ func (m *metrics) stop() error {
 	return err
 }
 
-func (m *metrics) observe(p progress, res BatchResult, marks []sourceMark) {
+func (m *metrics) observe(p progress, res engine.BatchResult, marks []engine.SourceMark) {
 	m.status.add(p, res.Emitted)
 	for _, s := range marks {
 		if s.HasEventTime {

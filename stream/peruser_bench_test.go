@@ -9,6 +9,7 @@ import (
 
 	"tidemark"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // perUserRecords makes n events shaped like `scripts/gen -rate 2000`'s: 2000
@@ -57,7 +58,7 @@ func BenchmarkPerUserStream(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			recs := perUserRecords(events, byUser)
-			cfg := Config{Window: tidemark.WindowSpec{Size: time.Minute.Microseconds()}, Lateness: 5 * time.Minute}
+			cfg := engine.Config{Window: tidemark.WindowSpec{Size: time.Minute.Microseconds()}, Lateness: 5 * time.Minute}
 			ctx := context.Background()
 			var process, ckpt, drain, restart, written int64
 			var windows int
@@ -69,7 +70,7 @@ func BenchmarkPerUserStream(b *testing.B) {
 					b.Fatal(err)
 				}
 				ck := &checkpoint{st: dir}
-				e, err := New(cfg, nil)
+				e, err := engine.New(cfg, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -96,12 +97,12 @@ func BenchmarkPerUserStream(b *testing.B) {
 					b.Fatal(err)
 				}
 				again, err := rec.engine(cfg)
-				if err != nil || again.openRows() != e.openRows() {
-					b.Fatalf("restart: %v, %d open rows, want %d", err, again.openRows(), e.openRows())
+				if err != nil || again.OpenRows() != e.OpenRows() {
+					b.Fatalf("restart: %v, %d open rows, want %d", err, again.OpenRows(), e.OpenRows())
 				}
 				restart += cpuTime() - c0
 				c0 = cpuTime()
-				res, after := e.drainForCheckpoint()
+				res, after := e.DrainForCheckpoint()
 				if err := ck.commit(ctx, id, nil, e, after); err != nil {
 					b.Fatal(err)
 				}

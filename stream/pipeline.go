@@ -9,6 +9,7 @@ import (
 
 	"tidemark"
 	"tidemark/lake"
+	"tidemark/stream/engine"
 )
 
 // The micro-batch loop runs in three stages, each batch through them in
@@ -43,9 +44,9 @@ import (
 // inflight is a processed batch on its way to the committer.
 type inflight struct {
 	b      readBatch
-	res    BatchResult
+	res    engine.BatchResult
 	began  time.Time
-	marks  []sourceMark
+	marks  []engine.SourceMark
 	commit commitEntry // but for State: the state file's reference
 	batch  lake.Batch
 
@@ -141,7 +142,7 @@ func (r *runner) processBatch(ctx context.Context, b readBatch) (*inflight, erro
 		return nil, err
 	}
 	f.res = res
-	f.marks = r.engine.sourceMarks(time.UnixMicro(b.entry.ReadTime))
+	f.marks = r.engine.SourceMarks(time.UnixMicro(b.entry.ReadTime))
 	f.commit = commitEntryOf(b.entry.BatchID, b.entry.End, r.engine, nil, nil)
 	go func() {
 		defer close(f.stated)
@@ -240,7 +241,7 @@ func (r *runner) commitBatch(ctx context.Context, f *inflight) error {
 
 // lakeBatch is what the lake gets of a batch: its records, and its emitted
 // windows as window_results rows. state overrides the engine's (drain).
-func (r *runner) lakeBatch(entry offsetsEntry, recs []tidemark.Record, res BatchResult, state drainState) lake.Batch {
+func (r *runner) lakeBatch(entry offsetsEntry, recs []tidemark.Record, res engine.BatchResult, state engine.Saved) lake.Batch {
 	var wm *int64
 	if w, ok := markOf(state); ok {
 		wm = &w

@@ -28,35 +28,19 @@ func (r *runner) drain(ctx context.Context) error {
 }
 
 func (r *runner) finishDrain(ctx context.Context, entry offsetsEntry) error {
-	res, after := r.drainEngine()
+	res, after := r.engine.DrainForCheckpoint()
 	if err := r.afterProcess(); err != nil {
 		return err
 	}
 	if err := r.commit(ctx, entry, nil, res, after); err != nil {
 		return err
 	}
-	if err := r.publish(entry, nil, countRecords(nil), res, r.engine.sourceMarks(time.UnixMicro(entry.ReadTime)), 0); err != nil {
+	if err := r.publish(entry, nil, countRecords(nil), res, r.engine.SourceMarks(time.UnixMicro(entry.ReadTime)), 0); err != nil {
 		return err
 	}
 	// The engine now holds W = +inf; reload the saved state so a caller that
 	// keeps going sees what the checkpoint holds.
 	return r.reload(after)
-}
-
-// drainForCheckpoint is Drain for the --drain batch: the emitted windows
-// and the state to checkpoint, whose watermark is the largest of the one
-// before the drain and the ends of the windows emitted.
-func (e *Engine) drainForCheckpoint() (BatchResult, *State) {
-	w, hasW := e.w, e.hasW
-	res := e.Drain()
-	after := e.State() // empty but for the sources: Drain closed every window
-	after.Watermark, after.HasWatermark = w, hasW
-	for _, e := range res.Emitted {
-		if !after.HasWatermark || e.Window.End > after.Watermark {
-			after.Watermark, after.HasWatermark = e.Window.End, true
-		}
-	}
-	return res, after
 }
 
 // replay redoes a batch the previous run logged but did not commit, reading
@@ -93,7 +77,7 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 	}
 	counts := countRecords(recs)
 	r.sum.count(counts)
-	if err := r.publish(*entry, recs, counts, res, r.engine.sourceMarks(frozen), 0); err != nil {
+	if err := r.publish(*entry, recs, counts, res, r.engine.SourceMarks(frozen), 0); err != nil {
 		return err
 	}
 	return r.openSources(ctx, entry.End)

@@ -1,17 +1,14 @@
 package stream
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"maps"
 	"math"
-	"strconv"
 	"time"
 
 	"tidemark"
 	"tidemark/ingest"
-	"tidemark/lake"
+	"tidemark/stream/engine"
 )
 
 // Progress is what RunnerConfig.OnProgress learns after each committed
@@ -183,7 +180,7 @@ func (t *tracker) finishCompressed(end map[string]json.RawMessage) {
 }
 
 // progressOf builds the observer's view of a committed batch.
-func (r *runner) progressOf(entry offsetsEntry, recs []tidemark.Record, res BatchResult, took time.Duration) Progress {
+func (r *runner) progressOf(entry offsetsEntry, recs []tidemark.Record, res engine.BatchResult, took time.Duration) Progress {
 	t := r.tracker()
 	if res.Rows > 0 && (!t.hasMax || res.MaxEventTime > t.maxEvent) {
 		t.maxEvent, t.hasMax = res.MaxEventTime, true
@@ -290,7 +287,7 @@ type eventTime struct {
 // report writes the batch's progress line and updates metrics.
 // marks are the engine's source marks right after the batch: the engine
 // may be processing the next batch by now (pipeline.go).
-func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res BatchResult, marks []sourceMark, took time.Duration) {
+func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res engine.BatchResult, marks []engine.SourceMark, took time.Duration) {
 	p := progress{
 		BatchID:     entry.BatchID,
 		Timestamp:   tidemark.FormatTime(entry.ReadTime),
@@ -351,86 +348,4 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 	}
 	line, _ := json.Marshal(p)
 	r.cfg.Progress.Write(append(line, '\n'))
-}
-
-// print writes the batch's emitted windows on --print. On a lake other
-// streams write too, each line ends with "shard_partial":true: the values
-// are this stream's partial, window_results holds the merge.
-func (r *runner) print(batchID int64, results []tidemark.Result) error {
-	cfg := r.lake.Config()
-	return printResults(r.cfg.Print, cfg.KeyNames(), cfg.KeyType, cfg.Column, r.cfg.Decoder.ValueField != "", r.shardsOf(batchID) != nil, results)
-}
-
-// printResults writes emitted windows as JSON lines (SPEC §3):
-// window_start, window_end, one property per key, count, sum/min/max (with a
-// value field; null when no row had a value), final, and with partial
-// "shard_partial":true. The properties other than the keys are named as
-// window_results' columns are (col: a key named count moves the count to
-// _tm_count), so a line never names one property twice.
-func printResults(w io.Writer, keys []string, keyType func(int) lake.KeyType, col func(string) string, withValue, partial bool, results []tidemark.Result) error {
-	bw := bufio.NewWriter(w)
-	buf := make([]byte, 0, 256)
-	name := func(buf []byte, logical string) []byte {
-		buf = strconv.AppendQuote(buf, col(logical))
-		return append(buf, ':')
-	}
-	for _, res := range results {
-		buf = append(buf[:0], '{')
-		buf = name(buf, "window_start")
-		buf = append(buf, '"')
-		buf = append(buf, tidemark.FormatTime(res.Window.Start)...)
-		buf = append(buf, '"', ',')
-		buf = name(buf, "window_end")
-		buf = append(buf, '"')
-		buf = append(buf, tidemark.FormatTime(res.Window.End)...)
-		buf = append(buf, '"')
-		parts := res.Key.Parts()
-		for i, k := range keys {
-			buf = append(buf, ',')
-			buf = strconv.AppendQuote(buf, k)
-			buf = append(buf, ':')
-			if i >= len(parts) || parts[i].Null {
-				buf = append(buf, "null"...)
-			} else if keyType(i) != lake.KeyString {
-				buf = append(buf, parts[i].Value...) // a number or boolean column: canonical JSON
-			} else {
-				kb, _ := json.Marshal(parts[i].Value)
-				buf = append(buf, kb...)
-			}
-		}
-		buf = name(append(buf, ','), "count")
-		buf = strconv.AppendInt(buf, res.Agg.Count, 10)
-		if withValue {
-			for _, f := range []struct {
-				name string
-				v    float64
-			}{{"sum", res.Agg.Total()}, {"min", res.Agg.Min}, {"max", res.Agg.Max}} {
-				buf = name(append(buf, ','), f.name)
-				if res.Agg.Values == 0 {
-					buf = append(buf, "null"...)
-				} else {
-					buf = appendFloat(buf, f.v)
-				}
-			}
-		}
-		buf = name(append(buf, ','), "final")
-		buf = strconv.AppendBool(buf, res.Final)
-		if partial {
-			buf = append(name(append(buf, ','), "shard_partial"), "true"...)
-		}
-		buf = append(buf, "}\n"...)
-		if _, err := bw.Write(buf); err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
-}
-
-// appendFloat writes a float as JSON: shortest round-trip form, and never
-// NaN or Inf (not JSON), which become null.
-func appendFloat(buf []byte, v float64) []byte {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return append(buf, "null"...)
-	}
-	return strconv.AppendFloat(buf, v, 'g', -1, 64)
 }

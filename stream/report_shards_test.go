@@ -13,6 +13,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // TestProgressOnSharedLake: a stream alone on its lake prints and reports as
@@ -44,7 +45,7 @@ func TestProgressOnSharedLake(t *testing.T) {
 		cfg := RunnerConfig{
 			Sources: []string{src}, Name: name, Lake: lakeDir,
 			Decoder:      ingest.DecoderConfig{Keys: []string{"page"}, ValueField: "value", MaxFuture: -1},
-			Engine:       Config{Window: spec, Lateness: time.Minute},
+			Engine:       engine.Config{Window: spec, Lateness: time.Minute},
 			MaxBatchRows: 100, Once: true, Drain: true, Print: &out, Progress: &prog,
 		}
 		if _, err := Run(context.Background(), cfg); err != nil {

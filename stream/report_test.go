@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"tidemark"
+	"tidemark/stream/engine"
 )
 
 // TestOnProgressOnce follows a --once --drain run through its progress
@@ -129,7 +130,7 @@ func BenchmarkProgressOf(b *testing.B) {
 		for i := range recs {
 			recs[i].Offset = int64(n * 101)
 		}
-		r.progressOf(offsetsEntry{}, recs, BatchResult{}, time.Millisecond)
+		r.progressOf(offsetsEntry{}, recs, engine.BatchResult{}, time.Millisecond)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/record")
 }

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime/trace"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,143 +17,8 @@ import (
 	"tidemark/ingest"
 	"tidemark/lake"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
-
-// DefaultMaxBatchRows is --max-batch-rows' default: two row groups of a
-// raw_events file (32768 rows each). 100,000 before: the same wall time
-// on the 1M-event bench (1.17 against 1.195 s, median of 10 alternating
-// runs), 202 against 231 MiB of peak RSS.
-const DefaultMaxBatchRows = 65536
-
-// RunnerConfig is everything `tidemark stream` needs. The zero value of each
-// optional field means the documented default.
-type RunnerConfig struct {
-	Sources []string             // one watermark input each: directory, glob or s3://bucket/prefix
-	Decoder ingest.DecoderConfig // how lines become records
-	Engine  Config               // windows, watermark, late rule, output mode
-	Lake    string               // directory or s3://bucket/prefix
-	S3      store.S3Config       // endpoint and credentials for s3:// lakes and sources
-	Name    string               // stream name, unique in the lake (lake.ClaimName); default "stream"
-	// TakeName claims Name in the lake even when another checkpoint holds
-	// it: a checkpoint moved on purpose, or a stream replaced for good.
-	TakeName bool
-
-	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
-	MaxBatchRows int           // input lines per micro-batch; 0 means DefaultMaxBatchRows, negative is an error
-	Trigger      time.Duration // minimum interval between batches
-	Once         bool          // process what is available now, then return
-	Drain        bool          // with Once: then close every open window
-	Poll         bool          // local sources: rescans only, no fsnotify
-	Rescan       time.Duration // rescan / S3 poll interval; default 10s
-	MetricsAddr  string        // serve the status page and Prometheus metrics here; "" = off
-	// MetricsFallback serves on a free port of MetricsAddr's host when
-	// MetricsAddr is in use (the CLI's default address) instead of failing.
-	MetricsFallback bool
-	// StallAfter is how long (read time) W may stay put while lines arrive
-	// before the stream names what holds it (stall.go); 0 = DefaultStallAfter.
-	StallAfter time.Duration
-	// PayloadCodec compresses the lake's payload column; "" = the lake's
-	// recorded codec (lake.Config.PayloadCodec).
-	PayloadCodec lake.PayloadCodec
-	// State is where the open state lives: memory (default) or a local
-	// Pebble database.
-	State StateOptions
-	// ShardIdle is lake.Config.ShardIdle: when another stream of the lake
-	// stops holding merged windows back (0: lake.DefaultShardIdle).
-	ShardIdle time.Duration
-
-	// SessionGap, when not 0, runs session windows with this gap instead
-	// of Engine.Window, which must then be zero (session_runner.go).
-	SessionGap time.Duration
-
-	// ChangeInput lets the lake remember this run's input (Decoder's
-	// format, time field, unit and layout) instead of refusing a run that
-	// reads its lines otherwise than the lake remembers (--change-input).
-	ChangeInput bool
-
-	// FollowSymlinks follows every symbolic link of local sources; by
-	// default only links resolving inside a source's root are followed.
-	FollowSymlinks bool
-
-	// NoFirstBatchCheck turns off the first-batch check of a new stream
-	// (firstbatch.go): its first batch is committed whatever it holds.
-	NoFirstBatchCheck bool
-
-	// LakeStore and CheckpointStore, when set, are used instead of opening
-	// Lake and Checkpoint (a caller with a store of its own; tests that
-	// inject write failures).
-	LakeStore, CheckpointStore store.Store
-
-	Print    io.Writer        // emitted windows as JSON lines; nil = off
-	Progress io.Writer        // one JSON progress line per batch; nil = off
-	Logger   *slog.Logger     // nil discards
-	Clock    func() time.Time // nil = time.Now
-
-	// OnProgress, if set, is called after each committed batch, on the
-	// goroutine that commits (keep it short); the terminal display uses it.
-	OnProgress func(Progress)
-}
-
-// Validate checks what `tidemark stream` would refuse, with the flags'
-// names in its messages (the engine's own checks follow in New): Run calls
-// it first, so a bad config fails before anything is opened.
-func (c RunnerConfig) Validate() error {
-	if err := c.validateSessions(); err != nil {
-		return err
-	}
-	switch {
-	case len(c.Sources) == 0:
-		return errors.New("--source is required: a directory or s3://bucket/prefix")
-	case c.Engine.Window.Size == 0 && c.SessionGap == 0:
-		return errors.New("--window is required, e.g. --window 10m")
-	case c.Engine.Lateness < 0:
-		return fmt.Errorf("--lateness must not be negative, got %s", c.Engine.Lateness)
-	case c.Engine.IdleTimeout < 0:
-		return fmt.Errorf("--idle-timeout must not be negative, got %s", c.Engine.IdleTimeout)
-	case c.MaxBatchRows < 0:
-		return fmt.Errorf("--max-batch-rows must be at least 1, got %d", c.MaxBatchRows)
-	case c.Drain && !c.Once:
-		return errors.New("--drain needs --once: a continuous stream never drains")
-	}
-	for name := range c.Engine.SourceLateness {
-		if !slices.Contains(c.Sources, name) {
-			return fmt.Errorf("--source-lateness: %q is not one of the --source values %q", name, c.Sources)
-		}
-	}
-	if err := lake.CheckKeys(c.Decoder.Keys); err != nil {
-		return err
-	}
-	return c.Decoder.Validate()
-}
-
-func (c *RunnerConfig) defaults() {
-	if c.Name == "" {
-		c.Name = "stream"
-	}
-	if c.MaxBatchRows <= 0 {
-		c.MaxBatchRows = DefaultMaxBatchRows
-	}
-	if c.Rescan <= 0 {
-		c.Rescan = 10 * time.Second
-	}
-	if c.Checkpoint == "" {
-		c.Checkpoint = joinLocation(c.Lake, "_checkpoints", c.Name)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
-}
-
-// joinLocation appends path elements to a directory or s3:// URL.
-func joinLocation(base string, elem ...string) string {
-	if strings.HasPrefix(base, "s3://") {
-		return strings.TrimSuffix(base, "/") + "/" + path.Join(elem...)
-	}
-	return strings.TrimSuffix(base, string(os.PathSeparator)) + string(os.PathSeparator) + path.Join(elem...)
-}
 
 // Run runs the stream until ctx is cancelled (a clean exit: the current batch
 // is finished and committed first) or, with Once, until the available input
@@ -243,7 +104,7 @@ type runner struct {
 	ck      *checkpoint
 	lock    *lock
 	id      string // stream id: the lake's txn appId
-	engine  windower
+	engine  engine.Windower
 	sources []ingest.Source
 	nextID  int64 // the next batch id
 	// gcRestore, while set, turns the GC's pacing back on (holdGC).

@@ -18,6 +18,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // runnerConfig is a small stream over dir into lakeDir.
@@ -30,7 +31,7 @@ func runnerConfig(t testing.TB, dir, lakeDir string) RunnerConfig {
 	return RunnerConfig{
 		Sources: []string{dir},
 		Decoder: ingest.DecoderConfig{Keys: []string{"page"}, ValueField: "value"},
-		Engine:  Config{Window: spec},
+		Engine:  engine.Config{Window: spec},
 		Lake:    lakeDir,
 		Rescan:  time.Second,
 	}
@@ -212,7 +213,8 @@ func sortDurations(d []time.Duration) {
 }
 
 // Run validates its config before it opens anything: each bad field gets
-// the message `tidemark stream` shows for its flag, and no lake is made.
+// a *ConfigError naming it (cmd/tidemark phrases it with its flag, see
+// TestStreamConfigErrorsNameFlags there), and no lake is made.
 func TestRunnerConfigValidate(t *testing.T) {
 	lakeDir := filepath.Join(t.TempDir(), "lake")
 	good := runnerConfig(t, t.TempDir(), lakeDir)
@@ -221,13 +223,13 @@ func TestRunnerConfigValidate(t *testing.T) {
 		edit func(*RunnerConfig)
 		want string
 	}{
-		{"no source", func(c *RunnerConfig) { c.Sources = nil }, "--source is required"},
-		{"no window", func(c *RunnerConfig) { c.Engine.Window = tidemark.WindowSpec{} }, "--window is required"},
-		{"negative lateness", func(c *RunnerConfig) { c.Engine.Lateness = -time.Second }, "--lateness must not be negative, got -1s"},
-		{"negative idle timeout", func(c *RunnerConfig) { c.Engine.IdleTimeout = -time.Second }, "--idle-timeout must not be negative"},
-		{"negative batch rows", func(c *RunnerConfig) { c.MaxBatchRows = -1 }, "--max-batch-rows must be at least 1"},
-		{"drain without once", func(c *RunnerConfig) { c.Drain = true }, "--drain needs --once"},
-		{"budget of no source", func(c *RunnerConfig) { c.Engine.SourceLateness = map[string]time.Duration{"nope": time.Second} }, `"nope" is not one of the --source values`},
+		{"no source", func(c *RunnerConfig) { c.Sources = nil }, "Sources is required"},
+		{"no window", func(c *RunnerConfig) { c.Engine.Window = tidemark.WindowSpec{} }, "Engine.Window.Size is required"},
+		{"negative lateness", func(c *RunnerConfig) { c.Engine.Lateness = -time.Second }, "Engine.Lateness must not be negative, got -1s"},
+		{"negative idle timeout", func(c *RunnerConfig) { c.Engine.IdleTimeout = -time.Second }, "Engine.IdleTimeout must not be negative"},
+		{"negative batch rows", func(c *RunnerConfig) { c.MaxBatchRows = -1 }, "MaxBatchRows must be at least 1"},
+		{"drain without once", func(c *RunnerConfig) { c.Drain = true }, "Drain needs Once"},
+		{"budget of no source", func(c *RunnerConfig) { c.Engine.SourceLateness = map[string]time.Duration{"nope": time.Second} }, `"nope" is not one of the Sources values`},
 		{"key in tidemark's namespace", func(c *RunnerConfig) { c.Decoder.Keys = []string{"_tm_count"} }, `--key "_tm_count": column names starting with "_tm_" are tidemark's own`},
 		{"unknown format", func(c *RunnerConfig) { c.Decoder.Format = "xml" }, `unknown format "xml"`},
 	}
@@ -238,6 +240,9 @@ func TestRunnerConfigValidate(t *testing.T) {
 			_, err := Run(context.Background(), cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error saying %q", err, tc.want)
+			}
+			if ce := (*ConfigError)(nil); errors.As(err, &ce) && strings.Contains(ce.Error(), "--") {
+				t.Fatalf("%v: a ConfigError must name fields, not flags", err)
 			}
 			if _, err := os.Stat(lakeDir); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("the lake was opened before validation: %v", err)

@@ -16,6 +16,7 @@ import (
 
 	"tidemark/lake"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // TestSessionRunnerRestart: a session stream stopped twice (its context
@@ -42,7 +43,7 @@ func TestSessionRunnerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, rule := range []LateRule{LateWindow, LateEvent} {
+	for _, rule := range []engine.LateRule{engine.LateWindow, engine.LateEvent} {
 		t.Run(rule.String(), func(t *testing.T) {
 			t.Parallel() // its own lakes; the input is only read
 			// run runs the stream on lakeDir until the input ends or, with
@@ -51,7 +52,7 @@ func TestSessionRunnerRestart(t *testing.T) {
 			// resumes from a snapshot and changelogs.
 			run := func(lakeDir string, drain bool, stopAfter int) (string, *Summary) {
 				cfg := runnerConfig(t, dir, lakeDir)
-				cfg.Engine = Config{Lateness: 2 * time.Second, LateRule: rule}
+				cfg.Engine = engine.Config{Lateness: 2 * time.Second, LateRule: rule}
 				cfg.SessionGap = 45 * time.Second
 				cfg.MaxBatchRows = 10
 				cfg.Once, cfg.Drain = true, drain
@@ -113,7 +114,7 @@ func TestSessionRunnerRestart(t *testing.T) {
 
 // sessionStateOf is the engine state a restart of the stream on lakeDir
 // resumes with.
-func sessionStateOf(t *testing.T, lakeDir string) *SessionState {
+func sessionStateOf(t *testing.T, lakeDir string) *engine.SessionState {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(lakeDir, "_checkpoints", "stream"), store.S3Config{})
@@ -128,11 +129,11 @@ func sessionStateOf(t *testing.T, lakeDir string) *SessionState {
 	if rec.state == nil || rec.state.session == nil {
 		t.Fatalf("checkpoint of %s holds no session state", lakeDir)
 	}
-	e, err := rec.windower(RunnerConfig{SessionGap: time.Duration(rec.state.session.Gap) * time.Microsecond, Engine: Config{Lateness: 2 * time.Second}}, "")
+	e, err := rec.windower(RunnerConfig{SessionGap: time.Duration(rec.state.session.Gap) * time.Microsecond, Engine: engine.Config{Lateness: 2 * time.Second}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.(*SessionEngine).State()
+	return e.(*engine.SessionEngine).State()
 }
 
 // windowRows renders window_results of a lake, sorted.

@@ -8,6 +8,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // A stalled watermark (seed 001, ch. 5) is the commonest streaming trouble:
@@ -77,7 +78,7 @@ func (s *Stall) Message() string {
 type stallWatch struct {
 	after   time.Duration
 	idle    time.Duration
-	policy  Policy
+	policy  engine.Policy
 	logger  *slog.Logger
 	hasW    bool
 	w       int64
@@ -98,7 +99,7 @@ func newStallWatch(cfg RunnerConfig) *stallWatch {
 // observe takes one committed batch (read at now, µs, with rows lines and
 // ending at W) and returns the stall, nil while W moves. end is the batch's
 // logged end positions, marks the sources after it.
-func (s *stallWatch) observe(now int64, rows int, w int64, hasW bool, end map[string]json.RawMessage, marks []sourceMark) *Stall {
+func (s *stallWatch) observe(now int64, rows int, w int64, hasW bool, end map[string]json.RawMessage, marks []engine.SourceMark) *Stall {
 	if hasW != s.hasW || w != s.w || !hasW || w == tidemark.MaxTime {
 		s.hasW, s.w, s.movedAt, s.rows, s.holder = hasW, w, now, 0, ""
 		return nil
@@ -122,15 +123,15 @@ func (s *stallWatch) observe(now int64, rows int, w int64, hasW bool, end map[st
 
 // diagnose names what holds W: the source whose watermark it follows, and
 // the file at that source's frontier.
-func (s *stallWatch) diagnose(now int64, end map[string]json.RawMessage, marks []sourceMark) *Stall {
-	var src *sourceMark
+func (s *stallWatch) diagnose(now int64, end map[string]json.RawMessage, marks []engine.SourceMark) *Stall {
+	var src *engine.SourceMark
 	for i := range marks {
 		m := &marks[i]
 		if !m.HasWatermark || m.Idle {
 			continue
 		}
 		lower := src == nil || m.Watermark < src.Watermark
-		if s.policy == PolicyMax {
+		if s.policy == engine.PolicyMax {
 			lower = src == nil || m.Watermark > src.Watermark // under max, W follows the highest
 		}
 		if lower {

@@ -15,6 +15,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/stream/engine"
 )
 
 // TestStallWatch, on read times given batch by batch: no stall while W
@@ -35,7 +36,7 @@ func TestStallWatch(t *testing.T) {
 	}}
 	raw, _ := json.Marshal(pos)
 	end := map[string]json.RawMessage{"logs": raw}
-	marks := []sourceMark{
+	marks := []engine.SourceMark{
 		{Name: "logs", MaxEventTime: sec(500), HasEventTime: true, Watermark: sec(100), HasWatermark: true, LastSeen: sec(1000) * 1000},
 		{Name: "web", MaxEventTime: sec(900), HasEventTime: true, Watermark: sec(890), HasWatermark: true, LastSeen: sec(1000) * 1000},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"tidemark"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // userKeys makes n distinct keys shaped like a user id, each a fresh string.
@@ -26,23 +27,31 @@ func userKeys(n int) []tidemark.Key {
 
 // openState returns an engine holding n open (window, key) pairs: n keys in
 // one window that nothing closes (the lateness is far beyond the span).
-func openState(b *testing.B, keys []tidemark.Key) *Engine {
+func openState(b *testing.B, keys []tidemark.Key) *engine.Engine {
 	return openStateIn(b, keys, "")
 }
 
 // openStateIn is openState on the Pebble store in dir, or in memory when
 // dir is "". The Pebble engine is flushed after each batch, as the runner's
 // commit does.
-func openStateIn(b *testing.B, keys []tidemark.Key, dir string) *Engine {
-	cfg := Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 40) * time.Microsecond}
-	var e *Engine
+func openStateIn(b *testing.B, keys []tidemark.Key, dir string) *engine.Engine {
+	e, _ := openStateStore(b, keys, dir)
+	return e
+}
+
+// openStateStore is openStateIn returning the Pebble store too (nil in
+// memory).
+func openStateStore(b *testing.B, keys []tidemark.Key, dir string) (*engine.Engine, *pebbleStore) {
+	cfg := engine.Config{Window: tidemark.WindowSpec{Size: 1000}, Lateness: (1 << 40) * time.Microsecond}
+	var e *engine.Engine
+	var st *pebbleStore
 	if dir == "" {
 		var err error
-		if e, err = New(cfg, nil); err != nil {
+		if e, err = engine.New(cfg, nil); err != nil {
 			b.Fatal(err)
 		}
 	} else {
-		e = newDiskEngine(b, cfg, dir)
+		e, st = newDiskEngineStore(b, cfg, dir)
 	}
 	recs := make([]tidemark.Record, 0, 10_000)
 	for i := 0; i < len(keys); i += cap(recs) {
@@ -51,13 +60,11 @@ func openStateIn(b *testing.B, keys []tidemark.Key, dir string) *Engine {
 			recs = append(recs, tidemark.Record{Source: "s", EventTime: 1, Key: k, Value: 1, HasValue: true})
 		}
 		e.Process(recs, t0)
-		if e.disk != nil {
-			if err := e.flushDisk(e.diskMarkerFor("bench", int64(i), 0, nil)); err != nil {
-				b.Fatal(err)
-			}
+		if err := e.Flush(engine.FlushTag{StreamID: "bench", BatchID: int64(i)}); err != nil { // a memory engine has nothing to flush
+			b.Fatal(err)
 		}
 	}
-	return e
+	return e, st
 }
 
 // BenchmarkBatchVsState measures one micro-batch of 10k records updating
@@ -90,9 +97,9 @@ func BenchmarkBatchVsState(b *testing.B) {
 					c0 := cpuTime()
 					e.Process(batch, t0)
 					data, _ := e.Changes().MarshalBinary()
-					if e.disk != nil {
+					if st == StatePebble {
 						id++
-						if err := e.flushDisk(e.diskMarkerFor("bench", id, 0, nil)); err != nil {
+						if err := e.Flush(engine.FlushTag{StreamID: "bench", BatchID: id}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -105,15 +112,17 @@ func BenchmarkBatchVsState(b *testing.B) {
 				// changelogs): the whole state encoded.
 				c0 := cpuTime()
 				var size int64
-				if e.disk == nil {
+				if st == StateMemory {
 					size = int64(len(e.MarshalSnapshot()))
 				} else {
-					for range 2 {
-						var err error
-						if size, _, err = e.writeDiskSnapshot(e.disk.db, e.disk.open, io.Discard); err != nil {
-							b.Fatal(err)
-						}
+					snap, err := e.Snapshot() // the first scan measures it
+					if err != nil {
+						b.Fatal(err)
 					}
+					if size, _, err = snap.WriteTo(io.Discard); err != nil { // the second streams it
+						b.Fatal(err)
+					}
+					snap.Release()
 				}
 				b.ReportMetric(float64(cpuTime()-c0), "snapshot-cpu-ns")
 				b.ReportMetric(float64(size), "snapshot-bytes")
@@ -136,19 +145,19 @@ func BenchmarkStateBytesPebble(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		rss0 := residentBytes()
-		e := openStateIn(b, keys, b.TempDir())
+		e, st := openStateStore(b, keys, b.TempDir())
 		keys = nil
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		if e.disk.open != n {
-			b.Fatalf("got %d open pairs, want %d", e.disk.open, n)
+		if e.OpenRows() != n {
+			b.Fatalf("got %d open pairs, want %d", e.OpenRows(), n)
 		}
-		if err := e.disk.db.Flush(); err != nil {
+		if err := st.db.Flush(); err != nil {
 			b.Fatal(err)
 		}
 		heap = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
 		rss = float64(residentBytes()-rss0) / n
-		disk = float64(e.disk.bytes()) / n
+		disk = float64(st.Bytes()) / n
 		if err := e.Close(); err != nil {
 			b.Fatal(err)
 		}
@@ -235,11 +244,11 @@ func BenchmarkStateBytesPerUser(b *testing.B) {
 		keys = nil
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		if e.index.Len() != n {
-			b.Fatalf("got %d open pairs, want %d", e.index.Len(), n)
+		if e.OpenRows() != n {
+			b.Fatalf("got %d open pairs, want %d", e.OpenRows(), n)
 		}
 		perPair = float64(after.HeapAlloc-before.HeapAlloc) / n
-		estimate = float64(e.stateBytes()) / n
+		estimate = float64(e.StateBytes()) / n
 		runtime.KeepAlive(e)
 	}
 	b.ReportMetric(perPair, "bytes/pair")

@@ -67,7 +67,7 @@ func (r *runner) afterProcess() error {
 	if err := r.engine.Err(); err != nil {
 		return err
 	}
-	applyMemoryLimit(r.cfg.State.MemoryLimit, r.engine.stateBytes())
+	applyMemoryLimit(r.cfg.State.MemoryLimit, r.engine.StateBytes())
 	return nil
 }
 

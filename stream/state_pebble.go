@@ -1,20 +1,14 @@
 package stream
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"tidemark"
+	"tidemark/stream/engine"
 )
 
 // StateStore names where a stream keeps its open (window, key) aggregates.
@@ -59,7 +53,7 @@ func (o StateOptions) validate() error {
 // The Pebble database holds one entry per open (window, key) and a marker:
 //
 //	'p' + big-endian (window start ^ sign bit) + orderedKey(key) -> the aggregate
-//	'm'                                                           -> diskMarker
+//	'm'                                                           -> engine.Marker
 //
 // so keys sort by window start, then by key in Key.Compare's order: closing
 // windows is a range scan from the first open window start to the new last
@@ -82,135 +76,26 @@ const (
 // removed and rebuilt only where it is provably ours.
 const ownerFile = "TIDEMARK_STATE"
 
-// diskState is the Pebble side of an Engine using StatePebble.
-type diskState struct {
-	db  *pebble.DB
-	dir string
-
-	open int64 // open pairs in db (closed ones not yet deleted excluded)
-	// Pairs starting at or before closedTo are closed: the scan that closed
-	// them emitted them, and the next flush deletes them.
-	closedTo  int64
-	hasClosed bool
-
-	flushed bool // memory holds only pairs already in db: the next batch evicts them
-	reused  bool // opened on a database whose marker matched the last commit
-	kbuf    []byte
-	vbuf    []byte
+// pebbleStore is the engine.Store of --state-store pebble: a local Pebble
+// database, a working copy of the state after the last committed batch
+// (its marker, engine.Marker, says which). It lives here, with the
+// runner, because it does I/O; the engine package does none.
+type pebbleStore struct {
+	db   *pebble.DB
+	dir  string
+	kbuf []byte
+	vbuf []byte
 }
 
-// diskMarker is what the database says about itself: whose state, after
-// which committed batch, and the non-pair part of that state.
-type diskMarker struct {
-	StreamID     string
-	BatchID      int64
-	Token        uint32 // stateRef.Token of the batch: CRC-32C of its changes
-	Window       tidemark.WindowSpec
-	Watermark    int64
-	HasWatermark bool
-	Sources      []SourceState
-	Open         int64
-}
+var _ engine.Store = (*pebbleStore)(nil)
 
-const markerMagic = "TMPB\x01"
-
-func (m *diskMarker) marshal() []byte {
-	b := append([]byte(nil), markerMagic...)
-	b = appendString(b, m.StreamID)
-	b = binary.AppendVarint(b, m.BatchID)
-	b = binary.LittleEndian.AppendUint32(b, m.Token)
-	b = binary.AppendVarint(b, m.Window.Size)
-	b = binary.AppendVarint(b, m.Window.Slide)
-	b = appendBool(b, m.HasWatermark)
-	b = binary.AppendVarint(b, m.Watermark)
-	b = appendSources(b, m.Sources)
-	b = binary.AppendVarint(b, m.Open)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-}
-
-func (m *diskMarker) unmarshal(data []byte) error {
-	d, err := openFramed(data, markerMagic, "local state marker")
-	if err != nil {
-		return err
-	}
-	var out diskMarker
-	out.StreamID = d.string()
-	out.BatchID = d.varint()
-	if len(d.b) < 4 {
-		d.fail()
-	} else {
-		out.Token = binary.LittleEndian.Uint32(d.b)
-		d.b = d.b[4:]
-	}
-	var st State
-	d.stateHeader(&st)
-	out.Window, out.HasWatermark, out.Watermark, out.Sources = st.Window, st.HasWatermark, st.Watermark, st.Sources
-	out.Open = d.varint()
-	if err := d.finish("local state marker"); err != nil {
-		return err
-	}
-	*m = out
-	return nil
-}
+func (d *pebbleStore) String() string { return d.dir }
 
 // pairKey appends the database key of (start, key) to dst.
 func pairKey(dst []byte, start int64, key tidemark.Key) []byte {
 	dst = append(dst, pairPrefix)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(start)^(1<<63))
-	return appendOrderedKeyChecked(dst, key)
-}
-
-// appendOrderedKey encodes key so that bytewise order is Key.Compare's:
-// per part 0x00 (null) or 0x01, the value with 0x00 escaped as 0x00 0xff,
-// and 0x00 0x01 as terminator; bytes after the last well-formed part (keys
-// MakeKey never makes) as 0x02 and the same escaping.
-func appendOrderedKey(dst []byte, key tidemark.Key) []byte {
-	parts := key.Parts()
-	wellFormed := 0
-	for _, p := range parts {
-		if p.Null {
-			dst = append(dst, 0)
-			wellFormed++
-			continue
-		}
-		dst = appendEscaped(append(dst, 1), p.Value)
-		wellFormed += 1 + uvarintLen(uint64(len(p.Value))) + len(p.Value)
-	}
-	if wellFormed < len(key) {
-		dst = appendEscaped(append(dst, 2), string(key[wellFormed:]))
-	}
-	return dst
-}
-
-// appendOrderedKeyChecked is appendOrderedKey for any key: one whose parts
-// do not re-encode to its own prefix (a non-minimal length, never made by
-// MakeKey) is stored whole as one malformed tail, which decodes back.
-func appendOrderedKeyChecked(dst []byte, key tidemark.Key) []byte {
-	parts := key.Parts()
-	enc := tidemark.AppendKey(nil, parts...)
-	if len(enc) > len(key) || string(enc) != string(key[:len(enc)]) {
-		return appendEscaped(append(dst, 2), string(key))
-	}
-	return appendOrderedKey(dst, key)
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
-	}
-	return n
-}
-
-func appendEscaped(dst []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		if v[i] == 0 {
-			dst = append(dst, 0, 0xff)
-		} else {
-			dst = append(dst, v[i])
-		}
-	}
-	return append(dst, 0, 1)
+	return engine.AppendOrderedKey(dst, key)
 }
 
 // decodePairKey inverts pairKey.
@@ -260,112 +145,25 @@ func decodePairKey(k []byte) (int64, tidemark.Key, error) {
 	return start, tidemark.Key(out), nil
 }
 
-func decodeAgg(v []byte) (tidemark.Agg, error) {
-	d := decoder{b: v}
-	a := d.agg()
-	return a, d.finish("local state aggregate")
-}
+func decodeAgg(v []byte) (tidemark.Agg, error) { return engine.DecodeAgg(v) }
 
-// quietLogger keeps Pebble's informational lines (compactions, WAL
-// recycling) off the stream's stderr; errors still show.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
-}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
-}
-
-// defaultStateDir is where a stream's Pebble state lives without --state-dir.
-func defaultStateDir(streamID string) (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("stream: no --state-dir and no user cache directory: %w", err)
-	}
-	return filepath.Join(base, "tidemark", "state", streamID), nil
-}
-
-// openPebble opens (creating) the database in dir. A directory holding
-// something else is refused; a database of ours that Pebble cannot open
-// (damaged files) is removed and created anew: it is only a working copy.
-func openPebble(dir string) (*pebble.DB, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("stream: create --state-dir %s: %w", dir, err)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("stream: read --state-dir %s: %w", dir, err)
-	}
-	_, statErr := os.Stat(filepath.Join(dir, ownerFile))
-	ours := statErr == nil
-	if len(ents) > 0 && !ours {
-		return nil, fmt.Errorf("stream: --state-dir %s is not empty and was not made by tidemark; give an empty or new directory", dir)
-	}
-	if !ours {
-		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte("tidemark stream state (Pebble): a local copy of the checkpoint's state, safe to delete while the stream is stopped\n"), 0o644); err != nil {
-			return nil, fmt.Errorf("stream: --state-dir %s: %w", dir, err)
-		}
-	}
-	opts := func() *pebble.Options {
-		o := &pebble.Options{
-			CacheSize:    pebbleCacheBytes,
-			MemTableSize: pebbleMemTableBytes,
-			Logger:       quietLogger{},
-			// The plain filesystem: Pebble's default wraps it with disk-health
-			// checks whose goroutine a failed Open never stops.
-			FS: vfs.Default,
-		}
-		// Bloom filters: most lookups of a batch are for pairs that do not
-		// exist yet (a user's first event in a window), answered without
-		// reading a data block.
-		for i := range o.Levels {
-			o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		}
-		return o
-	}
-	db, err := pebble.Open(filepath.Join(dir, "db"), opts())
-	if err == nil {
-		return db, nil
-	}
-	if errors.Is(err, fs.ErrPermission) || isLockError(err) {
-		return nil, fmt.Errorf("stream: open local state %s: %w", dir, err)
-	}
-	// Damaged: drop it, the checkpoint rebuilds it.
-	if rmErr := os.RemoveAll(filepath.Join(dir, "db")); rmErr != nil {
-		return nil, fmt.Errorf("stream: local state %s is damaged (%v) and cannot be removed: %w", dir, err, rmErr)
-	}
-	db, err2 := pebble.Open(filepath.Join(dir, "db"), opts())
-	if err2 != nil {
-		return nil, fmt.Errorf("stream: open local state %s: %w", dir, err2)
-	}
-	return db, nil
-}
-
-// isLockError reports whether Pebble failed because another process holds
-// the database: never a reason to delete it.
-func isLockError(err error) bool {
-	return bytes.Contains([]byte(err.Error()), []byte("lock"))
-}
-
-// readMarker returns the database's marker; ok is false when it has none
-// or an unreadable one.
-func (d *diskState) readMarker() (diskMarker, bool) {
-	var m diskMarker
+// Marker returns the database's marker; ok is false when it has none.
+func (d *pebbleStore) Marker() ([]byte, bool) {
 	v, closer, err := d.db.Get([]byte(markerName))
 	if err != nil {
-		return m, false
+		return nil, false
 	}
 	defer closer.Close()
-	if m.unmarshal(v) != nil {
-		return m, false
-	}
-	return m, true
+	return append([]byte(nil), v...), true
 }
 
-// get returns the stored aggregate of (start, key).
-func (d *diskState) get(start int64, key tidemark.Key) (tidemark.Agg, bool, error) {
+// DropMarker deletes the marker, durably.
+func (d *pebbleStore) DropMarker() error {
+	return d.db.Delete([]byte(markerName), pebble.Sync)
+}
+
+// Get returns the stored aggregate of (start, key).
+func (d *pebbleStore) Get(start int64, key tidemark.Key) (tidemark.Agg, bool, error) {
 	d.kbuf = pairKey(d.kbuf[:0], start, key)
 	v, closer, err := d.db.Get(d.kbuf)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -382,16 +180,98 @@ func (d *diskState) get(start int64, key tidemark.Key) (tidemark.Agg, bool, erro
 	return a, true, nil
 }
 
-// lowerBound is where open pairs start in key order.
-func (d *diskState) lowerBound() []byte {
-	if !d.hasClosed {
-		return []byte{pairPrefix}
-	}
-	return pairKey(nil, d.closedTo+1, "")
+// Scan calls fn for every pair starting in [lo, hi], in key order.
+func (d *pebbleStore) Scan(lo, hi int64, fn engine.PairFunc) error {
+	return scanRange(d.db, lo, hi, fn)
 }
 
-// scan calls fn for each pair with lower bound <= key < upper, in order.
-func scanPairs(r pebble.Reader, lower, upper []byte, fn func(start int64, key tidemark.Key, agg tidemark.Agg) error) error {
+// View is a Pebble snapshot of the database.
+func (d *pebbleStore) View() (engine.Scanner, func()) {
+	snap := d.db.NewSnapshot()
+	return pebbleView{snap}, func() { snap.Close() }
+}
+
+type pebbleView struct{ r pebble.Reader }
+
+func (v pebbleView) Scan(lo, hi int64, fn engine.PairFunc) error { return scanRange(v.r, lo, hi, fn) }
+
+// scanRange scans the pairs of r starting in [lo, hi].
+func scanRange(r pebble.Reader, lo, hi int64, fn engine.PairFunc) error {
+	lower := []byte{pairPrefix}
+	if lo > tidemark.MinTime {
+		lower = pairKey(nil, lo, "")
+	}
+	upper := []byte{pairPrefix + 1}
+	if hi < tidemark.MaxTime {
+		upper = pairKey(nil, hi+1, "")
+	}
+	return scanPairs(r, lower, upper, fn)
+}
+
+// Write applies a flush in one Pebble batch (not synced: the checkpoint is
+// the durable record, and the marker in the same batch says which state
+// the database holds).
+func (d *pebbleStore) Write(deleteTo int64, del bool, pairs func(put engine.PairFunc) error, marker []byte) error {
+	b := d.db.NewBatch()
+	defer b.Close()
+	if del {
+		if err := b.DeleteRange([]byte{pairPrefix}, pairKey(nil, deleteTo+1, ""), nil); err != nil {
+			return err
+		}
+	}
+	err := pairs(func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+		d.kbuf = pairKey(d.kbuf[:0], start, key)
+		d.vbuf = engine.AppendAgg(d.vbuf[:0], agg)
+		return b.Set(d.kbuf, d.vbuf, nil)
+	})
+	if err != nil {
+		return err
+	}
+	if marker != nil {
+		if err := b.Set([]byte(markerName), marker, nil); err != nil {
+			return err
+		}
+	} else if err := b.Delete([]byte(markerName), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("stream: write local state %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+// Load writes pairs into the (empty) database in Pebble batches of a few
+// MiB.
+func (d *pebbleStore) Load(pairs func(put engine.PairFunc) error) error {
+	b := d.db.NewBatch()
+	defer func() { b.Close() }()
+	err := pairs(func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+		d.kbuf = pairKey(d.kbuf[:0], start, key)
+		d.vbuf = engine.AppendAgg(d.vbuf[:0], agg)
+		if err := b.Set(d.kbuf, d.vbuf, nil); err != nil {
+			return err
+		}
+		if b.Len() < 4<<20 {
+			return nil
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		b.Close()
+		b = d.db.NewBatch()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("stream: write local state %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+// scanPairs calls fn for each pair with lower <= key < upper, in order.
+func scanPairs(r pebble.Reader, lower, upper []byte, fn engine.PairFunc) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
@@ -420,8 +300,8 @@ func scanPairs(r pebble.Reader, lower, upper []byte, fn func(start int64, key ti
 	return errors.Join(it.Error(), it.Close())
 }
 
-// wipe empties the database: pairs and marker.
-func (d *diskState) wipe() error {
+// Clear empties the database: pairs and marker.
+func (d *pebbleStore) Clear() error {
 	b := d.db.NewBatch()
 	defer b.Close()
 	if err := b.DeleteRange([]byte{0}, []byte{0xff}, nil); err != nil {
@@ -430,11 +310,12 @@ func (d *diskState) wipe() error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("stream: clear local state %s: %w", d.dir, err)
 	}
-	d.open, d.hasClosed = 0, false
 	return nil
 }
 
-// bytes is the store's size on disk (tables, WAL, manifest).
-func (d *diskState) bytes() int64 {
+// Bytes is the store's size on disk (tables, WAL, manifest).
+func (d *pebbleStore) Bytes() int64 {
 	return int64(d.db.Metrics().DiskSpaceUsage())
 }
+
+func (d *pebbleStore) Close() error { return d.db.Close() }

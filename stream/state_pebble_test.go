@@ -9,24 +9,34 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"tidemark"
+	"tidemark/stream/engine"
 )
 
 // newDiskEngine is a Pebble engine on a fresh database in dir.
-func newDiskEngine(t testing.TB, cfg Config, dir string) *Engine {
+func newDiskEngine(t testing.TB, cfg engine.Config, dir string) *engine.Engine {
+	e, _ := newDiskEngineStore(t, cfg, dir)
+	return e
+}
+
+// newDiskEngineStore is newDiskEngine returning its store too.
+func newDiskEngineStore(t testing.TB, cfg engine.Config, dir string) (*engine.Engine, *pebbleStore) {
 	t.Helper()
-	e, err := openDiskEngine(cfg, StateOptions{Store: StatePebble, Dir: dir}, "stream-a", nil, nil)
+	st, err := openPebbleStore(StateOptions{Store: StatePebble, Dir: dir}, "stream-a")
+	if err != nil {
+		t.Fatalf("open the Pebble store: %v", err)
+	}
+	e, err := engine.OpenStore(cfg, st, engine.Resume{})
 	if err != nil {
 		t.Fatalf("open the Pebble engine: %v", err)
 	}
 	t.Cleanup(func() { e.Close() })
-	return e
+	return e, st
 }
 
 // encodeResults is a byte-exact rendering of results (NaN and the
@@ -34,8 +44,16 @@ func newDiskEngine(t testing.TB, cfg Config, dir string) *Engine {
 func encodeResults(rs []tidemark.Result) []byte {
 	var b []byte
 	for _, r := range rs {
-		b = appendResult(b, r)
-		b = appendBool(b, r.Final)
+		b = binary.AppendVarint(b, r.Window.Start)
+		b = binary.AppendVarint(b, r.Window.End)
+		b = binary.AppendUvarint(b, uint64(len(r.Key)))
+		b = append(b, r.Key...)
+		b = engine.AppendAgg(b, r.Agg)
+		if r.Final {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
 	}
 	return b
 }
@@ -125,15 +143,20 @@ func TestPebbleMatchesMemory(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				continue // leave the slab unflushed into the next batch
 			}
-			if err := disk.flushDisk(disk.diskMarkerFor("stream-a", int64(i), 0, nil)); err != nil {
+			if err := disk.Flush(engine.FlushTag{StreamID: "stream-a", BatchID: int64(i)}); err != nil {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			n, sum, err := disk.writeDiskSnapshot(disk.disk.db, disk.disk.open, &buf)
+			snap, err := disk.Snapshot()
 			if err != nil {
 				t.Fatalf("seed %d batch %d: %v", seed, i, err)
 			}
-			if !bytes.Equal(buf.Bytes(), want) || n != int64(len(want)) || sum != crc32.Checksum(want[:len(want)-4], castagnoli) {
+			n, sum, err := snap.WriteTo(&buf)
+			snap.Release()
+			if err != nil {
+				t.Fatalf("seed %d batch %d: %v", seed, i, err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) || n != int64(len(want)) || sum != crc32.Checksum(want[:len(want)-4], castagnoli) || snap.Size != n || snap.Sum != sum {
 				t.Fatalf("seed %d batch %d: the streamed snapshot (%d bytes) differs from the memory engine's (%d)", seed, i, n, len(want))
 			}
 		}
@@ -162,8 +185,8 @@ func TestPebbleRestartProperty(t *testing.T) {
 		var stale string // a copy of the database taken at an earlier restart
 		last := ""
 		checkRestarts(t, uint64(seed), func(rng *rand.Rand, h *ckHarness) {
-			if h.eng != nil && h.eng.disk != nil {
-				if h.eng.disk.reused {
+			if h.eng != nil {
+				if h.eng.Reused() {
 					reused++
 					if last == "foreign" || last == "damaged marker" || last == "garbage" || last == "removed" {
 						t.Fatalf("seed %d: a %s local state was reused", seed, last)
@@ -196,16 +219,18 @@ func TestPebbleRestartProperty(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, ok := (&diskState{db: db}).readMarker()
+				var m engine.Marker
+				raw, ok := (&pebbleStore{db: db}).Marker()
+				ok = ok && m.UnmarshalBinary(raw) == nil
 				marker := []byte("TMPB\x01 not a marker")
 				if last == "foreign" {
 					m.StreamID = "stream-b"
 					if !ok {
 						m.BatchID = 0
 					}
-					marker = m.marshal()
+					marker = m.MarshalBinary()
 					junk := tidemark.MakeKey(tidemark.KeyPart{Value: "junk"})
-					if err := db.Set(pairKey(nil, m.Watermark+1, junk), appendAgg(nil, tidemark.Agg{Count: 99}), nil); err != nil {
+					if err := db.Set(pairKey(nil, m.Watermark+1, junk), engine.AppendAgg(nil, tidemark.Agg{Count: 99}), nil); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -243,7 +268,7 @@ func TestPebbleStateDirRefused(t *testing.T) {
 	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := openDiskEngine(Config{Window: tidemark.WindowSpec{Size: 10}}, StateOptions{Store: StatePebble, Dir: dir}, "s", nil, nil)
+	_, err := openPebbleStore(StateOptions{Store: StatePebble, Dir: dir}, "s")
 	if err == nil {
 		t.Fatal("a foreign non-empty directory was accepted")
 	}
@@ -280,36 +305,20 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-// TestOrderedPrefix: the sort prefix of a key is the first eight bytes of
-// its database encoding, for well-formed, long-length and malformed keys.
-func TestOrderedPrefix(t *testing.T) {
-	long := strings.Repeat("x", 200)
-	for _, k := range []tidemark.Key{"", "k", "\x01\x85", tidemark.MakeKey(tidemark.KeyPart{Null: true}),
-		tidemark.MakeKey(tidemark.KeyPart{Value: "a\x00b"}, tidemark.KeyPart{Null: true}, tidemark.KeyPart{Value: "c"}),
-		tidemark.MakeKey(tidemark.KeyPart{Value: long}), tidemark.MakeKey(tidemark.KeyPart{Value: "ab"}, tidemark.KeyPart{Value: long}),
-		tidemark.MakeKey(tidemark.KeyPart{Value: "user-000123456"})} {
-		var want [8]byte
-		copy(want[:], appendOrderedKeyChecked(nil, k))
-		if got := orderedPrefix(k, nil); got != binary.BigEndian.Uint64(want[:]) {
-			t.Errorf("%q: prefix %x, want %x", k, got, want)
-		}
-	}
-}
-
 // FuzzPebbleDecoders: the local database's marker, pair keys and
 // aggregates decode damaged bytes to an error, never a panic, and what
 // decodes survives re-encoding (varints may have been non-minimal).
 func FuzzPebbleDecoders(f *testing.F) {
-	m := diskMarker{StreamID: "s", BatchID: 7, Token: 9, Window: tidemark.WindowSpec{Size: 10, Slide: 10}, Watermark: 5, HasWatermark: true,
-		Sources: []SourceState{{Name: "a", MaxEventTime: 3, HasEventTime: true}}, Open: 2}
-	f.Add(m.marshal())
+	m := engine.Marker{StreamID: "s", BatchID: 7, Token: 9, Window: tidemark.WindowSpec{Size: 10, Slide: 10}, Watermark: 5, HasWatermark: true,
+		Sources: []engine.SourceState{{Name: "a", MaxEventTime: 3, HasEventTime: true}}, Open: 2}
+	f.Add(m.MarshalBinary())
 	f.Add(pairKey(nil, -5, tidemark.MakeKey(tidemark.KeyPart{Value: "a\x00b"}, tidemark.KeyPart{Null: true})))
-	f.Add(appendAgg(nil, tidemark.Agg{Count: 3, Values: 2, Sum: 1.5, Min: -1, Max: 2}))
+	f.Add(engine.AppendAgg(nil, tidemark.Agg{Count: 3, Values: 2, Sum: 1.5, Min: -1, Max: 2}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var m diskMarker
-		if m.unmarshal(data) == nil {
-			var again diskMarker
-			if err := again.unmarshal(m.marshal()); err != nil || fmt.Sprint(again) != fmt.Sprint(m) {
+		var m engine.Marker
+		if m.UnmarshalBinary(data) == nil {
+			var again engine.Marker
+			if err := again.UnmarshalBinary(m.MarshalBinary()); err != nil || fmt.Sprint(again) != fmt.Sprint(m) {
 				t.Fatalf("marker %x does not survive re-encoding (%v)", data, err)
 			}
 		}
@@ -320,8 +329,8 @@ func FuzzPebbleDecoders(f *testing.F) {
 			}
 		}
 		if a, err := decodeAgg(data); err == nil {
-			b, err := decodeAgg(appendAgg(nil, a))
-			if err != nil || !bytes.Equal(appendAgg(nil, b), appendAgg(nil, a)) {
+			b, err := decodeAgg(engine.AppendAgg(nil, a))
+			if err != nil || !bytes.Equal(engine.AppendAgg(nil, b), engine.AppendAgg(nil, a)) {
 				t.Fatalf("aggregate %x does not survive re-encoding", data)
 			}
 		}
@@ -337,7 +346,11 @@ func TestSnapshotSize(t *testing.T) {
 		e := mustNew(t, cfg, nil)
 		for i, b := range batches {
 			e.Process(slices.Clone(b.recs), b.now)
-			if got, want := e.snapshotSize(), int64(len(e.MarshalSnapshot())); got != want {
+			snap, err := e.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := snap.Size, int64(len(e.MarshalSnapshot())); got != want {
 				t.Fatalf("seed %d batch %d: snapshot size %d, encoding %d bytes", seed, i, got, want)
 			}
 		}

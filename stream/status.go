@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tidemark"
+	"tidemark/stream/engine"
 )
 
 // statusHistory bounds what the status page remembers: the newest
@@ -89,10 +90,10 @@ func newStatus(cfg RunnerConfig) *status {
 	if cfg.SessionGap > 0 {
 		info.Window, info.SessionGap = "", cfg.SessionGap.String()
 	}
-	if cfg.Engine.LateRule == LateEvent {
+	if cfg.Engine.LateRule == engine.LateEvent {
 		info.LateRule = "event"
 	}
-	if cfg.Engine.Policy == PolicyMax {
+	if cfg.Engine.Policy == engine.PolicyMax {
 		info.Policy = "max"
 	}
 	if cfg.Engine.IdleTimeout > 0 {

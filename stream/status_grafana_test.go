@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tidemark/stream/engine"
 )
 
 // TestGrafanaDashboard: scripts/grafana/tidemark-stream.json is valid JSON,
@@ -30,7 +32,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatalf("dashboard: %v", err)
 	}
 	m := newMetrics(RunnerConfig{Name: "s", Clock: time.Now})
-	m.observe(progress{InputRows: map[string]int64{"a": 1}, Quarantined: map[string]int64{}}, BatchResult{}, []sourceMark{{Name: "a", HasEventTime: true, HasWatermark: true}})
+	m.observe(progress{InputRows: map[string]int64{"a": 1}, Quarantined: map[string]int64{}}, engine.BatchResult{}, []engine.SourceMark{{Name: "a", HasEventTime: true, HasWatermark: true}})
 	fams, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"tidemark/ingest"
 	"tidemark/lake"
 	"tidemark/lake/store"
+	"tidemark/stream/engine"
 )
 
 // A new stream whose first batch has JSON number `status` keys makes a
@@ -38,7 +39,7 @@ func TestTypedKeysFromFirstBatch(t *testing.T) {
 		cfg := RunnerConfig{
 			Sources: []string{dir}, Lake: lakeDir,
 			Decoder: ingest.DecoderConfig{Keys: []string{"status", "ok"}, ValueField: "value", MaxFuture: -1},
-			Engine:  Config{Window: spec, Lateness: time.Minute},
+			Engine:  engine.Config{Window: spec, Lateness: time.Minute},
 			Once:    true, Drain: true, Print: &out,
 		}
 		sum, err := Run(context.Background(), cfg)
@@ -81,7 +82,7 @@ func TestTypedKeysFromFirstBatch(t *testing.T) {
 	sum, err = Run(context.Background(), RunnerConfig{
 		Sources: []string{other}, Lake: lakeDir, Name: "other",
 		Decoder: ingest.DecoderConfig{Keys: []string{"status", "ok"}, ValueField: "value", MaxFuture: -1},
-		Engine:  Config{Window: spec, Lateness: time.Minute},
+		Engine:  engine.Config{Window: spec, Lateness: time.Minute},
 		Once:    true, Drain: true,
 	})
 	if err != nil {

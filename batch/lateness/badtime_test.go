@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"tidemark"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // TestBadTimestampsDoNotMoveTheRecommendation is the report: 10,000
@@ -47,7 +47,7 @@ func TestBadTimestampsDoNotMoveTheRecommendation(t *testing.T) {
 				}
 			}
 			all := func(*tidemark.Record) string { return "" }
-			wantDrop := float64(good.streamDrops(t, int64(g.RecommendedLateness*1e6), stream.LateWindow, all)[""]) / float64(g.Rows)
+			wantDrop := float64(good.streamDrops(t, int64(g.RecommendedLateness*1e6), engine.LateWindow, all)[""]) / float64(g.Rows)
 			if g.RecommendedDropFraction != wantDrop {
 				t.Errorf("drop fraction %v, want %v: the replay must leave the bad rows out", g.RecommendedDropFraction, wantDrop)
 			}

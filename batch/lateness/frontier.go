@@ -2,7 +2,7 @@ package lateness
 
 import "tidemark"
 
-// Frontier is what a Replayer may also do (cmd wires stream.Engine, which
+// Frontier is what a Replayer may also do (cmd wires engine.Engine, which
 // does): cap a source's watermark at an event time, as the stream caps it
 // at the frontier of its aligned reading (ingest.Position.Frontier).
 type Frontier interface {

@@ -13,7 +13,7 @@ import (
 	"tidemark"
 	"tidemark/lake"
 	"tidemark/lake/store"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // t0 is the first event time of the generated data.
@@ -118,7 +118,7 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		recs[i].Offset = offsets[recs[i].File]
 		offsets[recs[i].File] += 100
 	}
-	e, err := stream.New(stream.Config{Window: win, Lateness: time.Duration(g.lateness) * time.Microsecond}, nil)
+	e, err := engine.New(engine.Config{Window: win, Lateness: time.Duration(g.lateness) * time.Microsecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func testReplayer(budget int64, rule string) (Replayer, error) {
 // replayerFor is testReplayer for a lake with windows win.
 func replayerFor(win tidemark.WindowSpec) NewReplayer {
 	return func(budget int64, rule string) (Replayer, error) {
-		r, err := stream.ParseLateRule(rule)
+		r, err := engine.ParseLateRule(rule)
 		if err != nil {
 			return nil, err
 		}
-		e, err := stream.New(stream.Config{Window: win, Lateness: time.Duration(budget) * time.Microsecond, LateRule: r}, nil)
+		e, err := engine.New(engine.Config{Window: win, Lateness: time.Duration(budget) * time.Microsecond, LateRule: r}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +160,7 @@ func replayerFor(win tidemark.WindowSpec) NewReplayer {
 // engineAdapter is cmd/tidemark's wiring: it reports the watermark, so
 // the what-if replays once (replayOnce).
 type engineAdapter struct {
-	e    *stream.Engine
+	e    *engine.Engine
 	w    int64
 	hasW bool
 }
@@ -200,9 +200,9 @@ func perEngine(next NewReplayer) NewReplayer {
 // streamDrops runs a fresh stream engine over the original batches, as the
 // stream would have with this budget and rule, and counts the dropped rows
 // per group (group names the row's group).
-func (d *testData) streamDrops(t testing.TB, budget int64, rule stream.LateRule, group func(*tidemark.Record) string) map[string]int64 {
+func (d *testData) streamDrops(t testing.TB, budget int64, rule engine.LateRule, group func(*tidemark.Record) string) map[string]int64 {
 	t.Helper()
-	e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(budget) * time.Microsecond, LateRule: rule}, nil)
+	e, err := engine.New(engine.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(budget) * time.Microsecond, LateRule: rule}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

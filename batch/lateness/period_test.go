@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"tidemark"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // TestByHourAgainstExact: per-hour percentiles against an exact
@@ -49,7 +49,7 @@ func TestByHourAgainstExact(t *testing.T) {
 	if g.Outages == nil || g.Outages.NormalLateness != float64(normal)/1e6 {
 		t.Fatalf("outages %+v, want normal lateness %s", g.Outages, FormatDuration(float64(normal)/1e6))
 	}
-	drops := d.streamDrops(t, normal, stream.LateWindow, hour)
+	drops := d.streamDrops(t, normal, engine.LateWindow, hour)
 	var rows int64
 	for i, p := range g.Periods {
 		if i > 0 && p.Start <= g.Periods[i-1].Start {

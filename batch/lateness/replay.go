@@ -30,7 +30,7 @@ type Replayer interface {
 	Process(recs []tidemark.Record, now time.Time)
 }
 
-// Watermarker is what a Replayer may also do (cmd's wiring of stream.Engine
+// Watermarker is what a Replayer may also do (cmd's wiring of engine.Engine
 // does): report the watermark W after its last Process, and whether there
 // is one yet. With it the what-if replays once, through one engine, for
 // every budget and rule at once (replayOnce).
@@ -39,7 +39,7 @@ type Watermarker interface {
 }
 
 // NewReplayer makes a fresh Replayer for a lateness budget (µs) and a late
-// rule (RuleEvent or RuleWindow). cmd/tidemark wires it to stream.Engine
+// rule (RuleEvent or RuleWindow). cmd/tidemark wires it to engine.Engine
 // with the lake's window spec.
 type NewReplayer func(lateness int64, rule string) (Replayer, error)
 

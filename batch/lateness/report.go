@@ -6,7 +6,7 @@
 // recommended --lateness, the disorder p99 rounded up to a readable
 // duration; and a what-if table of the rows the stream would drop under
 // several budgets, found by replaying the rows through the stream engine
-// itself (through the Replayer interface, which cmd wires to stream.Engine;
+// itself (through the Replayer interface, which cmd wires to engine.Engine;
 // this package never imports the stream): once, through one engine, for
 // every budget and rule when the Replayer reports its watermark
 // (Watermarker, see replayOnce), else one engine per budget and rule.

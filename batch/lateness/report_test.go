@@ -10,7 +10,7 @@ import (
 
 	"tidemark"
 	"tidemark/lake"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 func run(t testing.TB, d *testData, cfg Config) *Report {
@@ -108,8 +108,8 @@ func TestWhatIfEqualsStream(t *testing.T) {
 			}
 			for _, w := range g.WhatIf {
 				b := int64(math.Round(w.Lateness * 1e6))
-				ev := d.streamDrops(t, b, stream.LateEvent, source)[g.Group]
-				win := d.streamDrops(t, b, stream.LateWindow, source)[g.Group]
+				ev := d.streamDrops(t, b, engine.LateEvent, source)[g.Group]
+				win := d.streamDrops(t, b, engine.LateWindow, source)[g.Group]
 				if w.DroppedEvent != ev || w.DroppedWindow != win {
 					t.Errorf("chunk %d group %s lateness %vs: got dropped event %d window %d, want %d %d", chunk, g.Group, w.Lateness, w.DroppedEvent, w.DroppedWindow, ev, win)
 				}

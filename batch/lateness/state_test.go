@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"tidemark"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // TestWhatIfCost checks the what-if's costs: keys per window against an
@@ -45,7 +45,7 @@ func TestWhatIfCost(t *testing.T) {
 		if b < usMinute || b > 10*usMinute {
 			continue
 		}
-		e, err := stream.New(stream.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(b) * time.Microsecond}, nil)
+		e, err := engine.New(engine.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(b) * time.Microsecond}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"tidemark"
 	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 // The flags of issue 10 refuse bad values with one clear line.
@@ -131,7 +132,7 @@ func FuzzSourceLateness(f *testing.F) {
 			return
 		}
 		// Run refuses a SOURCE that is not a --source.
-		cfg := stream.RunnerConfig{Sources: sources, Engine: stream.Config{Window: tidemark.WindowSpec{Size: 1}, SourceLateness: got}}
+		cfg := stream.RunnerConfig{Sources: sources, Engine: engine.Config{Window: tidemark.WindowSpec{Size: 1}, SourceLateness: got}}
 		if err := cfg.Validate(); err != nil {
 			for name := range got {
 				if slices.Contains(sources, name) {

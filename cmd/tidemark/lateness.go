@@ -10,7 +10,7 @@ import (
 	"tidemark"
 	"tidemark/batch/lateness"
 	"tidemark/lake"
-	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 func latenessCommand() *cli.Command {
@@ -50,7 +50,7 @@ func runLateness(c *cli.Context) error {
 	if format != "table" && format != "json" && format != "csv" {
 		return fmt.Errorf("--format %q: want table, json or csv", format)
 	}
-	policy, err := stream.ParsePolicy(c.String("watermark-policy"))
+	policy, err := engine.ParsePolicy(c.String("watermark-policy"))
 	if err != nil {
 		return fmt.Errorf("--watermark-policy: %w", err)
 	}
@@ -63,7 +63,7 @@ func runLateness(c *cli.Context) error {
 	}
 	cfg.Since = c.Duration("since")
 	cfg.BadAfter = c.Duration("bad-after")
-	cfg.Replay = engineReplayer(stream.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")},
+	cfg.Replay = engineReplayer(engine.Config{Window: lk.Config().Window, Policy: policy, IdleTimeout: c.Duration("idle-timeout")},
 		lk.Config().Gap())
 	rep, err := lateness.Run(c.Context, lk, cfg)
 	if err != nil {
@@ -124,22 +124,22 @@ func writePlot(path string, rep *lateness.Report) error {
 
 // engineReplayer makes the what-if's replayers: the stream engine itself,
 // with base's window, policy and idle timeout and the asked budget and rule.
-func engineReplayer(base stream.Config, sessionGap time.Duration) lateness.NewReplayer {
+func engineReplayer(base engine.Config, sessionGap time.Duration) lateness.NewReplayer {
 	return func(budget int64, rule string) (lateness.Replayer, error) {
 		cfg := base
 		cfg.Lateness = time.Duration(budget) * time.Microsecond
 		var err error
-		if cfg.LateRule, err = stream.ParseLateRule(rule); err != nil {
+		if cfg.LateRule, err = engine.ParseLateRule(rule); err != nil {
 			return nil, err
 		}
 		if sessionGap > 0 { // a session lake: replay its sessions
-			e, err := stream.NewSessionEngine(sessionGap, cfg, nil)
+			e, err := engine.NewSessionEngine(sessionGap, cfg, nil)
 			if err != nil {
 				return nil, err
 			}
 			return engineAdapter{e}, nil
 		}
-		e, err := stream.New(cfg, nil)
+		e, err := engine.New(cfg, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -147,11 +147,11 @@ func engineReplayer(base stream.Config, sessionGap time.Duration) lateness.NewRe
 	}
 }
 
-// engineAdapter is a stream.Engine or stream.SessionEngine as a
+// engineAdapter is a engine.Engine or engine.SessionEngine as a
 // lateness.Replayer.
 type engineAdapter struct {
 	e interface {
-		Process(recs []tidemark.Record, now time.Time) stream.BatchResult
+		Process(recs []tidemark.Record, now time.Time) engine.BatchResult
 	}
 }
 

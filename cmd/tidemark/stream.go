@@ -13,6 +13,7 @@ import (
 	"tidemark/lake"
 	"tidemark/lake/store"
 	"tidemark/stream"
+	"tidemark/stream/engine"
 )
 
 func streamCommand() *cli.Command {
@@ -86,15 +87,15 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 			return cfg, fmt.Errorf("--window/--slide: %w", err)
 		}
 	}
-	lateRule, err := stream.ParseLateRule(c.String("late-rule"))
+	lateRule, err := engine.ParseLateRule(c.String("late-rule"))
 	if err != nil {
 		return cfg, fmt.Errorf("--late-rule: %w", err)
 	}
-	mode, err := stream.ParseOutputMode(c.String("output-mode"))
+	mode, err := engine.ParseOutputMode(c.String("output-mode"))
 	if err != nil {
 		return cfg, fmt.Errorf("--output-mode: %w", err)
 	}
-	policy, err := stream.ParsePolicy(c.String("watermark-policy"))
+	policy, err := engine.ParsePolicy(c.String("watermark-policy"))
 	if err != nil {
 		return cfg, fmt.Errorf("--watermark-policy: %w", err)
 	}
@@ -110,7 +111,7 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Engine = stream.Config{
+	cfg.Engine = engine.Config{
 		Window:         spec,
 		SourceLateness: perSource,
 		Lateness:       c.Duration("lateness"),

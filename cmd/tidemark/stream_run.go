@@ -18,6 +18,9 @@ func runStream(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := cfg.Validate(); err != nil {
+		return flagError(err)
+	}
 	// A person at a terminal gets a live display and a table; a machine (stderr
 	// not a terminal, or --progress given) gets the JSON lines and the
 	// accounting line, byte for byte as before.
@@ -88,3 +91,44 @@ func runStream(c *cli.Context) (err error) {
 func printAccounting(w io.Writer, s *stream.Summary) {
 	fmt.Fprintln(w, s.Accounting())
 }
+
+// streamFlags names the RunnerConfig fields a stream.ConfigError names by
+// the flags that set them.
+var streamFlags = map[string]string{
+	"Sources":               "--source",
+	"Engine.Window.Size":    "--window",
+	"Engine.Window.Slide":   "--slide",
+	"Engine.Lateness":       "--lateness",
+	"Engine.IdleTimeout":    "--idle-timeout",
+	"Engine.SourceLateness": "--source-lateness",
+	"Engine.OutputMode":     "--output-mode",
+	"MaxBatchRows":          "--max-batch-rows",
+	"Drain":                 "--drain",
+	"Once":                  "--once",
+	"SessionGap":            "--session-gap",
+	"State.Store":           "--state-store",
+}
+
+// flagError rephrases a stream.ConfigError with the flags' names; other
+// errors pass through.
+func flagError(err error) error {
+	var ce *stream.ConfigError
+	if !errors.As(err, &ce) || ce != err {
+		return err
+	}
+	return &flagPhrased{ce.Phrase(func(field string) string {
+		if flag, ok := streamFlags[field]; ok {
+			return flag
+		}
+		return field
+	}), ce}
+}
+
+// flagPhrased is a stream.ConfigError in the flags' words.
+type flagPhrased struct {
+	msg string
+	err *stream.ConfigError
+}
+
+func (e *flagPhrased) Error() string { return e.msg }
+func (e *flagPhrased) Unwrap() error { return e.err }

@@ -51,7 +51,7 @@ func ingestLines(t *testing.T, lk *lake.Lake, batch int64, cfg ingest.DecoderCon
 	recs := make([]tidemark.Record, len(lines))
 	for i, l := range lines {
 		r := &recs[i]
-		*r = tidemark.Record{Source: "logs", File: fmt.Sprintf("f%d.ndjson", batch), Offset: int64(i * 1000), Payload: []byte(l), Arrival: ingestAt.UnixMicro()}
+		*r = tidemark.Record{Source: "logs", File: fmt.Sprintf("f%d.ndjson", batch), FileID: fmt.Sprintf("id%d", batch), Offset: int64(i * 1000), Payload: []byte(l), Arrival: ingestAt.UnixMicro()}
 		if len(l) > max {
 			r.Payload = r.Payload[:max] // as the reader keeps a long line
 			r.Reason, r.Err = tidemark.ReasonLineTooLong, fmt.Sprintf("line is %d bytes, over the limit of %d", len(l), max)
@@ -165,6 +165,32 @@ func TestRequeueByReason(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The quarantine rows that stay keep their file_id when requeue rewrites
+// their file without the rows that moved (it was written empty, or with
+// a stale chunk buffer's bytes, before colfile checked the values' count).
+func TestRequeueKeepsFileID(t *testing.T) {
+	lk := newLake(t)
+	moves := line(`"ts":"2026-01-01T11:00:00Z",`, "")
+	ingestLines(t, lk, 3, ingest.DecoderConfig{}, []string{moves, `{"event_time":`, `{"event_time":1`})
+	if _, err := Run(context.Background(), lk, Config{Decoder: ingest.DecoderConfig{TimeField: "ts"}}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err := lk.ScanQuarantine(context.Background(), func(r lake.QuarantineRow) error {
+		n++
+		if r.FileID != "id3" {
+			t.Errorf("quarantine row at %s:%d has file_id %q, want id3", r.File, r.Offset, r.FileID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("%d rows stayed in quarantine, want 2", n)
 	}
 }
 

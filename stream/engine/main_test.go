@@ -1,0 +1,13 @@
+package engine
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine outlives them: the
+// engines start none.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
