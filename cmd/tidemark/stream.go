@@ -150,9 +150,8 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	if _, err := parseMemoryLimit(c.String("memory-limit")); err != nil {
 		return cfg, err
 	}
-	// The memory limit is the process's, set by runStream (memory.go):
-	// the stream itself leaves the GC alone.
-	cfg.State = stream.StateOptions{Store: stream.StateStore(c.String("state-store")), Dir: c.String("state-dir"), MemoryLimit: -1}
+	// The memory limit is the process's, set by runStream (memory.go).
+	cfg.State = stream.StateOptions{Store: stream.StateStore(c.String("state-store")), Dir: c.String("state-dir")}
 	return cfg, nil
 }
 
