@@ -371,7 +371,6 @@ func (r recovered) openEngine(cfg engine.Config, opts StateOptions, streamID str
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	applyMemoryLimit(opts.MemoryLimit, 0)
 	if opts.Store != StatePebble {
 		return r.engine(cfg)
 	}

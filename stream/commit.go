@@ -40,6 +40,14 @@ func (r *runner) processInMemory(entry offsetsEntry, recs []tidemark.Record) (en
 	return res, r.afterProcess()
 }
 
+// afterProcess is what the runner does between an engine batch and its
+// commit: stop on a failed read of the Pebble state (nothing of the batch
+// is committed then). The GC and its memory limit are the process's, set
+// by cmd/tidemark, never here.
+func (r *runner) afterProcess() error {
+	return r.engine.Err()
+}
+
 // publish tells the world about a committed batch: the progress line and
 // metrics first, then the windows on --print.
 func (r *runner) publish(entry offsetsEntry, recs []tidemark.Record, counts recordCounts, res engine.BatchResult, marks []engine.SourceMark, took time.Duration) error {

@@ -117,15 +117,6 @@ const recordSlices = 2
 // written only after the previous batch committed, and its start is
 // exactly the previous batch's end.
 func (r *runner) run(ctx context.Context) error {
-	// The first batch allocates what stays live: no collection until it
-	// is committed (holdGC).
-	r.gcRestore = r.holdGC()
-	defer func() {
-		if r.gcRestore != nil {
-			r.gcRestore()
-			r.gcRestore = nil
-		}
-	}()
 	batches := make(chan readBatch, 1)
 	free := make(chan []tidemark.Record, recordSlices) // record slices handed back for reuse
 	for range recordSlices {

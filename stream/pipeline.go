@@ -230,10 +230,6 @@ func (r *runner) commitBatch(ctx context.Context, f *inflight) error {
 	if err := r.recordCommit(ctx, f.commit, len(f.res.Emitted)); err != nil {
 		return err
 	}
-	if r.gcRestore != nil {
-		r.gcRestore()
-		r.gcRestore = nil
-	}
 	defer trace.StartRegion(ctx, "publish").End()
 	r.sum.count(counts)
 	return r.publish(entry, recs, counts, f.res, f.marks, time.Since(f.began))

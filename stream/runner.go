@@ -107,10 +107,8 @@ type runner struct {
 	engine  engine.Windower
 	sources []ingest.Source
 	nextID  int64 // the next batch id
-	// gcRestore, while set, turns the GC's pacing back on (holdGC).
-	gcRestore func()
-	sum       *Summary
-	metrics   *metrics // nil when --metrics-addr is off
+	sum     *Summary
+	metrics *metrics // nil when --metrics-addr is off
 	// readTime is the current batch's read time, µs: the sources' clock.
 	readTime atomic.Int64
 	buf      []tidemark.Record

@@ -32,9 +32,6 @@ type StateOptions struct {
 	// <user cache dir>/tidemark/state/<stream id>. It must be local, empty
 	// or a directory this store made; one stream uses it at a time.
 	Dir string
-	// MemoryLimit is the Go GC's soft memory limit (--memory-limit): bytes,
-	// 0 for auto (state_memory.go), < 0 for off.
-	MemoryLimit int64
 }
 
 func (o StateOptions) validate() error {

@@ -37,18 +37,38 @@ type replayFile struct {
 
 // lastRows is kept by the sorter as rows are added: each file's last row
 // in arrival order.
+// Rows come in runs of one file: the run's file and last row are kept
+// aside (curFile, curRow) and written to the map when the file changes.
 func (s *sorter) noteLast(r row) {
+	k := fileID{r.source, r.file}
+	if s.hasCur && k == s.curFile {
+		if s.compare(&s.curRow, &r) < 0 {
+			s.curRow = r
+		}
+		return
+	}
+	s.flushLast()
+	if prev, ok := s.lastRow[k]; ok && s.compare(&r, &prev) < 0 {
+		r = prev
+	}
+	s.curFile, s.curRow, s.hasCur = k, r, true
+}
+
+// flushLast writes the current run's last row to the map.
+func (s *sorter) flushLast() {
+	if !s.hasCur {
+		return
+	}
 	if s.lastRow == nil {
 		s.lastRow = map[fileID]row{}
 	}
-	k := fileID{r.source, r.file}
-	if prev, ok := s.lastRow[k]; !ok || s.compare(&prev, &r) < 0 {
-		s.lastRow[k] = r
-	}
+	s.lastRow[s.curFile] = s.curRow
+	s.hasCur = false
 }
 
 // newReplayFrontier returns nil when no source has several files.
 func newReplayFrontier(srt *sorter) *replayFrontier {
+	srt.flushLast()
 	count := map[uint32]int{}
 	for k := range srt.lastRow {
 		count[k.source]++

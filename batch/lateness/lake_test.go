@@ -44,6 +44,11 @@ type genConfig struct {
 	// the events arrive 1–3 hours late (a source that stopped and caught
 	// up); the other hours then have no hours-late tail.
 	outage int64
+	// files spreads each source's events over this many files (0: one),
+	// so the replay caps sources at their frontiers.
+	files int
+	// slide, when not 0, makes the lake's windows sliding.
+	slide int64
 	// shift moves every event (and its arrival) by this much, µs: a
 	// negative one puts them before 1970.
 	shift int64
@@ -60,7 +65,8 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	lk, err := lake.Open(ctx, st, lake.Config{Keys: []string{"page"}, Window: tidemark.WindowSpec{Size: testWindow}})
+	win := tidemark.WindowSpec{Size: testWindow, Slide: g.slide}
+	lk, err := lake.Open(ctx, st, lake.Config{Keys: []string{"page"}, Window: win})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +78,9 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		r := &recs[i]
 		r.Source = g.sources[i%len(g.sources)]
 		r.File = "events-" + r.Source + ".ndjson"
+		if g.files > 1 {
+			r.File = fmt.Sprintf("events-%s-%d.ndjson", r.Source, (i/len(g.sources))%g.files)
+		}
 		r.EventTime = t0 + g.shift + int64(i)*500_000 + rng.Int64N(1000) // 2 events/s
 		var delay float64
 		switch u := rng.Float64(); {
@@ -109,7 +118,7 @@ func makeLake(t testing.TB, g genConfig) *testData {
 		recs[i].Offset = offsets[recs[i].File]
 		offsets[recs[i].File] += 100
 	}
-	e, err := engine.New(engine.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(g.lateness) * time.Microsecond}, nil)
+	e, err := engine.New(engine.Config{Window: win, Lateness: time.Duration(g.lateness) * time.Microsecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,20 +139,63 @@ func makeLake(t testing.TB, g genConfig) *testData {
 
 // testReplayer is what cmd/tidemark wires: the stream engine itself.
 func testReplayer(budget int64, rule string) (Replayer, error) {
-	r, err := engine.ParseLateRule(rule)
-	if err != nil {
-		return nil, err
-	}
-	e, err := engine.New(engine.Config{Window: tidemark.WindowSpec{Size: testWindow}, Lateness: time.Duration(budget) * time.Microsecond, LateRule: r}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return engineAdapter{e}, nil
+	return replayerFor(tidemark.WindowSpec{Size: testWindow})(budget, rule)
 }
 
-type engineAdapter struct{ e *engine.Engine }
+// replayerFor is testReplayer for a lake with windows win.
+func replayerFor(win tidemark.WindowSpec) NewReplayer {
+	return func(budget int64, rule string) (Replayer, error) {
+		r, err := engine.ParseLateRule(rule)
+		if err != nil {
+			return nil, err
+		}
+		e, err := engine.New(engine.Config{Window: win, Lateness: time.Duration(budget) * time.Microsecond, LateRule: r}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &engineAdapter{e: e}, nil
+	}
+}
 
-func (a engineAdapter) Process(recs []tidemark.Record, now time.Time) { a.e.Process(recs, now) }
+// engineAdapter is cmd/tidemark's wiring: it reports the watermark, so
+// the what-if replays once (replayOnce).
+type engineAdapter struct {
+	e    *engine.Engine
+	w    int64
+	hasW bool
+}
+
+func (a *engineAdapter) Process(recs []tidemark.Record, now time.Time) {
+	res := a.e.Process(recs, now)
+	a.w, a.hasW = res.Watermark, res.HasWatermark
+}
+
+func (a *engineAdapter) Watermark() (int64, bool) { return a.w, a.hasW }
+
+func (a *engineAdapter) SetFrontier(source string, frontier int64, held bool) {
+	a.e.SetFrontier(source, frontier, held)
+}
+
+// engineOnly hides the adapter's Watermark: the what-if then runs one
+// engine per budget and rule, the way a Replayer without it is served.
+type engineOnly struct{ a *engineAdapter }
+
+func (o engineOnly) Process(recs []tidemark.Record, now time.Time) { o.a.Process(recs, now) }
+
+func (o engineOnly) SetFrontier(source string, frontier int64, held bool) {
+	o.a.SetFrontier(source, frontier, held)
+}
+
+// perEngine hides the Watermark of next's replayers.
+func perEngine(next NewReplayer) NewReplayer {
+	return func(budget int64, rule string) (Replayer, error) {
+		r, err := next(budget, rule)
+		if err != nil {
+			return nil, err
+		}
+		return engineOnly{r.(*engineAdapter)}, nil
+	}
+}
 
 // streamDrops runs a fresh stream engine over the original batches, as the
 // stream would have with this budget and rule, and counts the dropped rows

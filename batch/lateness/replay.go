@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -27,6 +28,14 @@ const (
 // idle sources.
 type Replayer interface {
 	Process(recs []tidemark.Record, now time.Time)
+}
+
+// Watermarker is what a Replayer may also do (cmd's wiring of engine.Engine
+// does): report the watermark W after its last Process, and whether there
+// is one yet. With it the what-if replays once, through one engine, for
+// every budget and rule at once (replayOnce).
+type Watermarker interface {
+	Watermark() (w int64, ok bool)
 }
 
 // NewReplayer makes a fresh Replayer for a lateness budget (µs) and a late
@@ -56,7 +65,14 @@ type NewReplayer func(lateness int64, rule string) (Replayer, error)
 // Records carry no key: the engine's late decision reads only event time,
 // source and the watermark, and without keys its state is one slot per
 // open window.
-func replay(ctx context.Context, srt *sorter, cfg Config, budgets []int64, groups int) ([][2][]int64, error) {
+func replay(ctx context.Context, srt *sorter, cfg Config, win tidemark.WindowSpec, budgets []int64, groups int) ([][2][]int64, error) {
+	r0, err := cfg.Replay(0, RuleEvent)
+	if err != nil {
+		return nil, fmt.Errorf("lateness: replay with lateness 0, rule %s: %w", RuleEvent, err)
+	}
+	if wm, ok := r0.(Watermarker); ok && win.Size > 0 {
+		return replayOnce(ctx, srt, cfg, win, r0, wm, budgets, groups)
+	}
 	type engine struct {
 		r     Replayer
 		drops []int64
@@ -118,7 +134,7 @@ func replay(ctx context.Context, srt *sorter, cfg Config, budgets []int64, group
 		recs, grp = recs[:0], grp[:0]
 		return nil
 	}
-	err := srt.each(func(r *row) error {
+	err = srt.each(func(r *row) error {
 		if len(recs) > 0 && (r.batch != batch || len(recs) >= cfg.MaxBatchRows) {
 			if err := flush(); err != nil {
 				return err
@@ -145,6 +161,111 @@ func replay(ctx context.Context, srt *sorter, cfg Config, budgets []int64, group
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lateness: replay: %w", err)
+	}
+	return drops, nil
+}
+
+// replayOnce is the what-if in one pass through one engine, for every
+// budget and both rules. A stream's watermark with budget L is, batch by
+// batch, W(L) = max over the batches so far of (the policy's min or max
+// over its active sources of their levels) − L: the levels (max event
+// times, capped at frontiers) and which sources are active (idle) depend on
+// the rows read, never on the budget or on what was dropped, and subtracting
+// L commutes with min, max and the running max. So one engine with budget 0
+// gives W(0) before each batch, and a row of that batch is dropped
+//   - under the event rule iff its event time < W(0) − L,
+//   - under the window rule iff its first window's end <= W(0) − L
+//     (its first window ends first: some window of it is closed),
+//
+// each a prefix of the ascending budgets, found by binary search. 12
+// engines over 1M rows took 0.5 of the report's 2.1 CPU-seconds.
+func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.WindowSpec, r0 Replayer, wm Watermarker, budgets []int64, groups int) ([][2][]int64, error) {
+	nb := len(budgets)
+	// hist[rule][group*(nb+1)+k]: rows of the group dropped by the first
+	// k budgets exactly.
+	var hist [2][]int64
+	hist[0], hist[1] = make([]int64, groups*(nb+1)), make([]int64, groups*(nb+1))
+	var (
+		evs     []int64  // the batch's event times
+		grp     []uint32 // and groups
+		tops    []row    // per source in the batch, its row with the latest event time
+		recs    []tidemark.Record
+		wins    []tidemark.Window
+		batch   int64
+		latest  int64
+		counter int
+	)
+	front := newReplayFrontier(srt)
+	flush := func() {
+		if len(evs) == 0 {
+			return
+		}
+		if w, ok := wm.Watermark(); ok {
+			for i, ev := range evs {
+				wins = win.Assign(wins[:0], ev)
+				end := wins[0].End
+				ke := sort.Search(nb, func(k int) bool { return ev >= tidemark.SubSat(w, budgets[k]) })
+				kw := sort.Search(nb, func(k int) bool { return end > tidemark.SubSat(w, budgets[k]) })
+				g := int(grp[i]) * (nb + 1)
+				hist[0][g+ke]++
+				hist[1][g+kw]++
+			}
+		}
+		if front != nil {
+			front.apply([]Replayer{r0})
+		}
+		// The engine's watermark follows each source's latest event time
+		// and which sources the batch saw: one record per source gives it
+		// both, for a fraction of the batch's cost.
+		recs = recs[:0]
+		for _, t := range tops {
+			recs = append(recs, tidemark.Record{Source: srt.names[t.source], File: srt.names[t.file], Offset: t.offset, Arrival: t.arrival, EventTime: t.event})
+		}
+		r0.Process(recs, time.UnixMicro(latest))
+		evs, grp, tops = evs[:0], grp[:0], tops[:0]
+	}
+	err := srt.each(func(r *row) error {
+		if len(evs) > 0 && (r.batch != batch || len(evs) >= cfg.MaxBatchRows) {
+			flush()
+		}
+		if counter++; counter%65536 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		batch, latest = r.batch, max(latest, r.arrival)
+		if front != nil {
+			front.see(r)
+		}
+		evs, grp = append(evs, r.event), append(grp, r.group)
+		for i := range tops {
+			if tops[i].source == r.source {
+				if r.event > tops[i].event {
+					tops[i] = *r
+				}
+				return nil
+			}
+		}
+		tops = append(tops, *r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lateness: replay: %w", err)
+	}
+	flush()
+	drops := make([][2][]int64, nb)
+	for bi := range drops {
+		drops[bi] = [2][]int64{make([]int64, groups), make([]int64, groups)}
+	}
+	for rule := range hist {
+		for g := range groups {
+			// A row dropped by the first k budgets counts for budgets 0..k-1.
+			var dropped int64
+			for k := nb; k >= 1; k-- {
+				dropped += hist[rule][g*(nb+1)+k]
+				drops[k-1][rule][g] = dropped
+			}
+		}
 	}
 	return drops, nil
 }

@@ -7,7 +7,9 @@
 // duration; and a what-if table of the rows the stream would drop under
 // several budgets, found by replaying the rows through the stream engine
 // itself (through the Replayer interface, which cmd wires to engine.Engine;
-// this package never imports the stream).
+// this package never imports the stream): once, through one engine, for
+// every budget and rule when the Replayer reports its watermark
+// (Watermarker, see replayOnce), else one engine per budget and rule.
 //
 // Measures. Percentiles come from Sketch (relative error at most Alpha =
 // 0.5%; min and max exact). The late-by buckets and the recommendation are
@@ -34,10 +36,11 @@
 //
 // Memory. One scan of raw_events feeds per-group sketches (a few thousand
 // counters each) and an external sort of 44-byte rows into arrival order:
-// at most Config.ChunkRows rows in memory, the rest in temporary files,
-// merged with a 32 KiB buffer per file. The replay holds one micro-batch of
-// records and one engine per (budget, rule), whose state is one slot per
-// open window (the replay gives records no key). Groups and periods are held
+// at most Config.ChunkRows rows in memory (in reused 3 MiB blocks), the
+// rest in temporary files, merged with a 32 KiB buffer per file. The replay
+// holds one micro-batch of records and one engine (or one per budget and
+// rule), whose state is one slot per open window (the replay gives records
+// no key). Nothing is sampled: every row is replayed. Groups and periods are held
 // in memory, at most Config.MaxGroups cells of them; the keys-per-window
 // count holds at most Config.MaxKeyWindows hashes.
 package lateness
@@ -386,7 +389,7 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (*Report, error) {
 	}
 	slices.Sort(budgets)
 	budgets = slices.Compact(budgets)
-	drops, err := replay(ctx, srt, cfg, budgets, len(cells.accs))
+	drops, err := replay(ctx, srt, cfg, lk.Config().Window, budgets, len(cells.accs))
 	if err != nil {
 		return nil, err
 	}

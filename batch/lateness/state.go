@@ -24,6 +24,9 @@ type keyWindows struct {
 	windows  map[uint64]struct{}
 	perGroup map[int]*[2]int64 // group -> windows, pairs
 	full     bool
+	// The last window counted: rows come in runs of one window.
+	last      windowOf
+	lastCount *[2]int64
 }
 
 type windowOf struct {
@@ -51,15 +54,19 @@ func (kw *keyWindows) add(group int, t int64, k tidemark.Key) {
 		return
 	}
 	start := t - mod(t, kw.size)
-	c := kw.perGroup[group]
-	if c == nil {
-		c = new([2]int64)
-		kw.perGroup[group] = c
-	}
-	w := maphash.Comparable(kw.seed, windowOf{group, start})
-	if _, ok := kw.windows[w]; !ok {
-		kw.windows[w] = struct{}{}
-		c[0]++
+	c := kw.lastCount
+	if c == nil || kw.last != (windowOf{group, start}) {
+		c = kw.perGroup[group]
+		if c == nil {
+			c = new([2]int64)
+			kw.perGroup[group] = c
+		}
+		w := maphash.Comparable(kw.seed, windowOf{group, start})
+		if _, ok := kw.windows[w]; !ok {
+			kw.windows[w] = struct{}{}
+			c[0]++
+		}
+		kw.last, kw.lastCount = windowOf{group, start}, c
 	}
 	p := maphash.Comparable(kw.seed, pairOf{group, start, k})
 	if _, ok := kw.pairs[p]; !ok {

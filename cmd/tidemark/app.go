@@ -41,7 +41,9 @@ func newApp() *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile (pprof) of the run to this file", EnvVars: env("cpuprofile")},
 			&cli.StringFlag{Name: "trace", Usage: "write an execution trace (go tool trace) of the run to this file", EnvVars: env("trace")},
-			&cli.StringFlag{Name: "huge-pages", Value: "auto", Usage: "ask Linux to back the first 512 MiB of the heap with transparent huge pages (fewer page faults; THP mode madvise): auto (a following stream takes them back once it has read its backlog), on or off", EnvVars: env("huge-pages")},
+			// Kept so that command lines that gave it still run; hidden
+			// from help and the CLI reference.
+			&cli.StringFlag{Name: "huge-pages", Hidden: true, Usage: "no effect: tidemark no longer advises huge pages (the kernel's THP mode decides)"},
 		},
 		Before:         start,
 		After:          stopProfile,
@@ -59,32 +61,14 @@ func newApp() *cli.App {
 // collects a large state twice as often as the default).
 const gcPercent = 70
 
-// start readies the process for any command: the heap's huge pages, the
-// GC's setting, then the profiles asked for.
+// start readies the process for any command: the GC's setting and memory
+// limit (memory.go), then the profiles asked for.
 func start(c *cli.Context) error {
-	back, err := hugePages(c.String("huge-pages"))
-	if err != nil {
-		return err
-	}
-	backHeap(back)
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
+	startMemory()
 	return startProfile(c)
-}
-
-// hugePages checks --huge-pages and reports whether the process advises
-// its heap reservation (reserveHeap, backHeap): on and auto do, off does
-// not. They differ for a following stream only, which auto settles once it
-// has read its backlog (settleWhenCaughtUp).
-func hugePages(mode string) (bool, error) {
-	switch mode {
-	case "on", "auto":
-		return true, nil
-	case "off":
-		return false, nil
-	}
-	return false, fmt.Errorf("--huge-pages %q: want auto, on or off", mode)
 }
 
 // startProfile starts the --cpuprofile CPU profile and the --trace

@@ -56,6 +56,9 @@ func TestCLIReferenceComplete(t *testing.T) {
 	app := newApp()
 	ref := cliReference(app)
 	for _, f := range app.Flags {
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			continue // hidden (kept for old command lines), as flagTable skips it
+		}
 		if !strings.Contains(ref, "`--"+f.Names()[0]+"`") {
 			t.Errorf("reference lacks the global --%s", f.Names()[0])
 		}
@@ -91,7 +94,7 @@ func cliReference(app *cli.App) string {
 		fmt.Fprintf(&b, "| [`%s`](#tidemark-%s) | %s |\n", cmd.Name, cmd.Name, mdCell(cmd.Usage))
 	}
 	b.WriteString("\n## Global options\n\n")
-	b.WriteString("Given before the command: `tidemark --huge-pages off stream ...`.\n\n")
+	b.WriteString("Given before the command: `tidemark --cpuprofile cpu.pprof stream ...`.\n\n")
 	flagTable(&b, app.Flags)
 	b.WriteString("| `--version`, `-v` | | | print the version |\n")
 	for _, cmd := range app.Commands {

@@ -143,7 +143,7 @@ func engineReplayer(base engine.Config, sessionGap time.Duration) lateness.NewRe
 		if err != nil {
 			return nil, err
 		}
-		return engineAdapter{e}, nil
+		return &windowAdapter{engineAdapter: engineAdapter{e}}, nil
 	}
 }
 
@@ -156,6 +156,24 @@ type engineAdapter struct {
 }
 
 func (a engineAdapter) Process(recs []tidemark.Record, now time.Time) { a.e.Process(recs, now) }
+
+// windowAdapter is a window engine's replayer: it also reports the
+// watermark (lateness.Watermarker), so the what-if replays once for every
+// budget. A session engine's late rule is not a shift of one watermark;
+// its what-if runs one engine per budget.
+type windowAdapter struct {
+	engineAdapter
+	w    int64
+	hasW bool
+}
+
+func (a *windowAdapter) Process(recs []tidemark.Record, now time.Time) {
+	res := a.e.Process(recs, now)
+	a.w, a.hasW = res.Watermark, res.HasWatermark
+}
+
+// Watermark is W after the last Process.
+func (a *windowAdapter) Watermark() (int64, bool) { return a.w, a.hasW }
 
 // SetFrontier caps a source's watermark as the stream's aligned reading
 // did (lateness.Frontier).

@@ -14,7 +14,6 @@ import (
 )
 
 func main() {
-	reserveHeap() // before anything else allocates: see reserveHeap
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp().RunContext(ctx, os.Args)
 	stop()

@@ -59,7 +59,7 @@ func streamCommand() *cli.Command {
 			&cli.StringFlag{Name: "progress", Usage: "write one JSON progress line per batch to this file (default: stderr)", EnvVars: env("progress")},
 			&cli.StringFlag{Name: "state-store", Value: "memory", Usage: "where open windows live: memory, or pebble (a local Pebble database, for state larger than memory; the checkpoint stays the record)", EnvVars: env("state-store")},
 			&cli.StringFlag{Name: "state-dir", Usage: "with --state-store pebble: the database's local directory (default: <user cache dir>/tidemark/state/<stream id>)", EnvVars: env("state-dir")},
-			&cli.StringFlag{Name: "memory-limit", Value: "auto", Usage: "soft memory limit of the Go GC: auto (320MiB plus twice the open state's heap, raised as it grows), off (Go's default or GOMEMLIMIT), or a size such as 512MiB", EnvVars: env("memory-limit")},
+			&cli.StringFlag{Name: "memory-limit", Value: "auto", Usage: "soft memory limit of the Go GC: auto (320MiB plus twice the open state, raised as it grows, never above GOMEMLIMIT or the container's memory.max less a tenth), off (Go's default or GOMEMLIMIT), or a size such as 512MiB", EnvVars: env("memory-limit")},
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve the status page (/) and Prometheus metrics (/metrics) on this address; \"\" or off: none (default: a following stream serves on " + stream.DefaultMetricsAddr + ", or a free loopback port if that is taken, and logs where; --once: off)", EnvVars: env("metrics-addr")},
 			&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links of local sources wherever they lead (default: only links that stay inside the source directory)", EnvVars: env("follow-symlinks")},
 			shardIdleFlag(),
@@ -149,11 +149,11 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	case !c.IsSet("metrics-addr") && !cfg.Once:
 		cfg.MetricsAddr, cfg.MetricsFallback = stream.DefaultMetricsAddr, true
 	}
-	limit, err := stream.ParseMemoryLimit(c.String("memory-limit"))
-	if err != nil {
+	if _, err := parseMemoryLimit(c.String("memory-limit")); err != nil {
 		return cfg, err
 	}
-	cfg.State = stream.StateOptions{Store: stream.StateStore(c.String("state-store")), Dir: c.String("state-dir"), MemoryLimit: limit}
+	// The memory limit is the process's, set by runStream (memory.go).
+	cfg.State = stream.StateOptions{Store: stream.StateStore(c.String("state-store")), Dir: c.String("state-dir")}
 	return cfg, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -67,9 +66,11 @@ func runStream(c *cli.Context) (err error) {
 		}()
 		cfg.Progress = f
 	}
-	if c.String("huge-pages") == "auto" && !cfg.Once {
-		cfg.OnProgress = settleWhenCaughtUp(cfg.OnProgress, cfg.MaxBatchRows)
+	limit, err := parseMemoryLimit(c.String("memory-limit"))
+	if err != nil {
+		return err
 	}
+	cfg.OnProgress = streamMemory(limit, cfg.OnProgress)
 	sum, err := stream.Run(c.Context, cfg)
 	var mistake *stream.FirstBatchError
 	switch {
@@ -84,24 +85,6 @@ func runStream(c *cli.Context) (err error) {
 		tty.clear() // the error goes on a clean line
 	}
 	return err
-}
-
-// settleWhenCaughtUp wraps a following stream's OnProgress: its first batch
-// with fewer lines than a full one (the reader found no more) means the
-// backlog is read, and the heap's huge pages, which sped that up, are
-// settled (settleHeap): a stream that runs for good must give back the
-// memory a backlog took, and a fault in a huge-page range can stall on
-// memory compaction (golang/go#61718).
-func settleWhenCaughtUp(next func(stream.Progress), full int) func(stream.Progress) {
-	var once sync.Once
-	return func(p stream.Progress) {
-		if !p.Drain && p.Rows < full {
-			once.Do(settleHeap)
-		}
-		if next != nil {
-			next(p)
-		}
-	}
 }
 
 // printAccounting writes the row-accounting identity of the run.
