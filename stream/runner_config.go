@@ -98,6 +98,9 @@ func (c RunnerConfig) Validate() error {
 	if err := c.validateSessions(); err != nil {
 		return err
 	}
+	if err := c.State.validate(); err != nil {
+		return err
+	}
 	switch {
 	case len(c.Sources) == 0:
 		return configErr("{Sources} is required: a directory or s3://bucket/prefix")

@@ -38,11 +38,11 @@ func (o StateOptions) validate() error {
 	switch o.Store {
 	case "", StateMemory:
 		if o.Dir != "" {
-			return errors.New("stream: --state-dir needs --state-store pebble")
+			return configErr("{State.Dir} needs {State.Store} pebble")
 		}
 	case StatePebble:
 	default:
-		return fmt.Errorf("stream: unknown --state-store %q (memory or pebble)", o.Store)
+		return configErr("unknown {State.Store} %q (memory or pebble)", o.Store)
 	}
 	return nil
 }

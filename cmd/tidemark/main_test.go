@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // binary is the tidemark binary built once for the end-to-end tests; empty
@@ -17,12 +19,24 @@ import (
 // (needBinary).
 var binary string
 
+// leakOptions are goleak's allowances: lake/store's (the HTTP transport's
+// idle keep-alive connections belong to the shared pool, not to a request)
+// and lake's (its zstd encoder maker lives with the process).
+var leakOptions = []goleak.Option{
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreAnyFunction("tidemark/lake.makeZstdEncoders"),
+}
+
+// TestMain builds the binary (full tier) and fails the package's tests if
+// any goroutine of the in-process tests outlives them.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
 		// The fast tier builds no binary: the tests that exec it are the
 		// full tier's (go test without -short, scripts/test.sh).
-		os.Exit(m.Run())
+		goleak.VerifyTestMain(m, leakOptions...)
+		return
 	}
 	dir, err := os.MkdirTemp("", "tidemark-bin-")
 	if err != nil {
@@ -36,9 +50,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build tidemark:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	goleak.VerifyTestMain(m, append(leakOptions, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))...)
 }
 
 // needBinary skips a test of the built binary in the fast tier (-short),

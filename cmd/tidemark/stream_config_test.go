@@ -32,6 +32,8 @@ func TestStreamConfigErrorsNameFlags(t *testing.T) {
 		{sessions, func(c *stream.RunnerConfig) { c.Engine.OutputMode = engine.Update }, "--session-gap supports only --output-mode append: a session is emitted once, when it closes"},
 		{sessions, func(c *stream.RunnerConfig) { c.State.Store = stream.StatePebble }, "--session-gap keeps its open sessions in memory: --state-store pebble is not supported with it"},
 		{sessions, func(c *stream.RunnerConfig) { c.SessionGap = -time.Second }, "--session-gap: stream config: session gap must be positive, got -1s"},
+		{good, func(c *stream.RunnerConfig) { c.State.Dir = "state" }, "--state-dir needs --state-store pebble"},
+		{good, func(c *stream.RunnerConfig) { c.State.Store = "disk" }, `unknown --state-store "disk" (memory or pebble)`},
 	}
 	for _, tc := range tests {
 		cfg := tc.base

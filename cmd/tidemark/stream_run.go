@@ -107,6 +107,7 @@ var streamFlags = map[string]string{
 	"Once":                  "--once",
 	"SessionGap":            "--session-gap",
 	"State.Store":           "--state-store",
+	"State.Dir":             "--state-dir",
 }
 
 // flagError rephrases a stream.ConfigError with the flags' names; other
