@@ -65,8 +65,13 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 			return fmt.Errorf("replay batch %d from %s: %w", entry.BatchID, s.Name(), err)
 		}
 	}
-	if len(recs) != entry.Rows {
+	if len(recs) > entry.Rows {
 		return fmt.Errorf("replay batch %d: read %d records between the logged positions, the log says %d: the input changed under the checkpoint", entry.BatchID, len(recs), entry.Rows)
+	}
+	if len(recs) < entry.Rows {
+		if err := r.shortReplay(*entry, len(recs)); err != nil {
+			return err
+		}
 	}
 	res, err := r.processInMemory(*entry, recs)
 	if err != nil {
@@ -81,6 +86,54 @@ func (r *runner) replay(ctx context.Context, entry *offsetsEntry) error {
 		return err
 	}
 	return r.openSources(ctx, entry.End)
+}
+
+// shortReplay decides about a replayed batch that found fewer lines than
+// it logged. Every source was read to its end (readUntil stops only there),
+// so the missing lines are no longer in the input: a file truncated below
+// the batch's end offset since it was read — copytruncate's window between
+// its copy and its truncation — or deleted. Nothing can bring those lines
+// back and they were never committed, so the batch is committed with the
+// lines that are still there and the loss is named; refusing to start would
+// stop ingestion for good. An unreadable path may still hold them, so then
+// the replay waits for the operator instead (an error naming it).
+func (r *runner) shortReplay(entry offsetsEntry, got int) error {
+	for _, s := range r.sources {
+		if sk, ok := s.(ingest.Skipper); ok {
+			if u := sk.Unreadable(); len(u) > 0 {
+				return fmt.Errorf("replay batch %d: read %d of the %d records it logged, and %s cannot be read now (%s): make it readable and start again", entry.BatchID, got, entry.Rows, u[0].Path, u[0].Error)
+			}
+		}
+	}
+	var short []string
+	for _, s := range r.sources {
+		var end ingest.Position
+		if err := json.Unmarshal(entry.End[s.Name()], &end); err != nil {
+			return fmt.Errorf("replay batch %d: end position of %s: %w", entry.BatchID, s.Name(), err)
+		}
+		now := s.Position()
+		for _, f := range end.Files {
+			if at, ok := readTo(now, f); !ok {
+				short = append(short, fmt.Sprintf("%s: gone", f.Path))
+			} else if at < f.Offset {
+				short = append(short, fmt.Sprintf("%s: ends at byte %d, the batch read to %d", f.Path, at, f.Offset))
+			}
+		}
+	}
+	r.cfg.Logger.Warn("replayed batch lost lines that are no longer in the input (a file truncated or deleted since it was read, as copytruncate does between its copy and its truncation); committing the lines still there",
+		"batch", entry.BatchID, "logged", entry.Rows, "found", got, "lost", entry.Rows-got, "files", short)
+	return nil
+}
+
+// readTo is how far the source has read the file f of a logged position
+// (by identity, or by path for a position without one).
+func readTo(now ingest.Position, f ingest.FilePosition) (int64, bool) {
+	for _, g := range now.Files {
+		if (f.ID != "" && g.ID == f.ID) || (f.ID == "" && g.Path == f.Path) {
+			return g.Offset, true
+		}
+	}
+	return 0, false
 }
 
 // readUntil reads from s every record before the end position: the records
