@@ -92,3 +92,53 @@ func TestByWhenAKeyIsNamedSource(t *testing.T) {
 		t.Errorf("--by host: got %v, want an error naming _tm_source", err)
 	}
 }
+
+// A key named none or hour is grouped by with ByKeyPrefix: "key:none"
+// groups by that key, while the bare "none" stays one group; a key:NAME
+// the lake does not have is an error naming its keys.
+func TestByKeyPrefixForKeysNamedLikeModes(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := lake.Open(ctx, st, lake.Config{Keys: []string{"none", "hour"}, Window: tidemark.WindowSpec{Size: testWindow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []tidemark.Record
+	for i := range 60 {
+		recs = append(recs, tidemark.Record{
+			Source: "s", File: "s.ndjson", Offset: int64(i * 100), Payload: []byte("{}"),
+			EventTime: t0 + int64(i)*1e6, Arrival: t0 + int64(i)*1e6 + 5e5,
+			Key: tidemark.MakeKey(tidemark.KeyPart{Value: fmt.Sprintf("n%d", i%2)}, tidemark.KeyPart{Value: fmt.Sprintf("h%d", i%3)}),
+		})
+	}
+	if err := lk.AppendBatch(ctx, lake.Batch{AppID: "test", BatchID: 1, Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	groups := func(by string) (string, error) {
+		rep, err := Run(ctx, lk, Config{By: by, Replay: testReplayer})
+		if err != nil {
+			return "", err
+		}
+		var g []string
+		for _, gr := range rep.Groups {
+			g = append(g, fmt.Sprintf("%s=%d", gr.Group, gr.Rows))
+		}
+		slices.Sort(g)
+		return strings.Join(g, " "), nil
+	}
+	for _, tc := range []struct{ by, want string }{
+		{ByNone, "all=60"},
+		{"key:none", "n0=30 n1=30"},
+		{"key:hour", "h0=20 h1=20 h2=20"},
+	} {
+		if got, err := groups(tc.by); err != nil || got != tc.want {
+			t.Errorf("--by %s: got %q (%v), want %q", tc.by, got, err, tc.want)
+		}
+	}
+	if _, err := groups("key:page"); err == nil || !strings.Contains(err.Error(), "no key field page (its keys: none, hour)") {
+		t.Errorf("--by key:page: got %v, want an error naming the lake's keys", err)
+	}
+}

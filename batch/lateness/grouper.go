@@ -27,7 +27,8 @@ type grouper struct {
 }
 
 // newGrouper resolves by against the lake's raw_events columns: a key
-// column by its name, tidemark's source column by the name the lake
+// column by its name (or by ByKeyPrefix and its name, which is never
+// anything else), tidemark's source column by the name the lake
 // stores it under (lake.Config.Column: "source", or "_tm_source" in a lake
 // where a key is named source, so that there "source" is the key, as in
 // SQL over the table).
@@ -38,11 +39,15 @@ func newGrouper(lc lake.Config, by string, maxGroups int) (*grouper, error) {
 	if by == ByNone {
 		return g, nil
 	}
+	name, explicit := strings.CutPrefix(by, ByKeyPrefix)
 	for i, k := range keys {
-		if k == by {
+		if k == name {
 			g.keyPart = i
 			return g, nil
 		}
+	}
+	if explicit {
+		return nil, fmt.Errorf("lateness: --by %s: the lake has no key field %s (its keys: %s)", by, name, strings.Join(keys, ", "))
 	}
 	if by == own {
 		g.source = true

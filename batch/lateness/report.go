@@ -66,6 +66,10 @@ const (
 	// "source" and this column lake.Config.Column(lake.ColSource)
 	// ("_tm_source"), and By must name it so.
 	BySource = "source"
+	// ByKeyPrefix before a key field's name names that key whatever it is
+	// called: "key:none", "key:hour" and "key:day" group by keys with those
+	// names, which the bare words mean something else for.
+	ByKeyPrefix = "key:"
 )
 
 // Config selects the rows and the grouping. The zero value of every field

@@ -24,7 +24,7 @@ func latenessCommand() *cli.Command {
 			&cli.DurationFlag{Name: "since", Usage: "only events with event time in the last D, e.g. 24h (default: all)", EnvVars: env("since")},
 			&cli.StringFlag{Name: "from", Usage: "only events at or after this event time (RFC 3339 or date)", EnvVars: env("from")},
 			&cli.StringFlag{Name: "to", Usage: "only events before this event time", EnvVars: env("to")},
-			&cli.StringSliceFlag{Name: "by", Usage: "group by none, source or a key field, and/or split by hour or day of event time (repeatable or comma-separated: --by source,hour); in a lake with a key named source, source is that key and _tm_source is tidemark's source", EnvVars: env("by")},
+			&cli.StringSliceFlag{Name: "by", Usage: "group by none, source or a key field, and/or split by hour or day of event time (repeatable or comma-separated: --by source,hour); in a lake with a key named source, source is that key and _tm_source is tidemark's source; key:NAME always names a key field (for keys named none, hour or day)", EnvVars: env("by")},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv", EnvVars: env("format")},
 			&cli.StringFlag{Name: "plot", Usage: "also draw the distributions (and, with --by hour|day, p50/p99 over time) to this SVG file", EnvVars: env("plot")},
 			&cli.DurationFlag{Name: "bad-after", Value: lateness.DefaultBadAfter, Usage: "rows with an arrival lag or disorder of at least this are bad timestamps, left out of the measures", EnvVars: env("bad-after")},
@@ -97,6 +97,8 @@ func parseBy(vals []string) (by string, period time.Duration, err error) {
 				period = lateness.PeriodDay
 			}
 		case "", lateness.ByNone:
+		case lateness.ByKeyPrefix:
+			return "", 0, fmt.Errorf("--by %s: name the key field after it, e.g. --by key:hour", v)
 		default:
 			if by != lateness.ByNone {
 				return "", 0, fmt.Errorf("--by %s: one grouping (source or a key field) besides hour or day, got %s too", v, by)

@@ -27,6 +27,9 @@ func TestParseBy(t *testing.T) {
 		{[]string{"day", "page"}, "page", lateness.PeriodDay, ""},
 		{[]string{"hour", "day"}, "", 0, "one of hour and day"},
 		{[]string{"source", "page"}, "", 0, "one grouping"},
+		{[]string{"key:hour", "day"}, "key:hour", lateness.PeriodDay, ""},
+		{[]string{"key:none"}, "key:none", 0, ""},
+		{[]string{"key:"}, "", 0, "name the key field"},
 	} {
 		by, period, err := parseBy(c.in)
 		if c.err != "" {
