@@ -77,8 +77,8 @@ func printSparkVariables(c *cli.Context) error {
 	return nil
 }
 
-// shellQuote quotes s for a POSIX shell: in single quotes, a single quote
-// as '\''.
+// shellQuote quotes s for a POSIX shell: in single quotes, each single
+// quote closed, escaped and reopened.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

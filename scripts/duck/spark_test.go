@@ -45,6 +45,8 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 		shards []shardInput
 		// idle is tables/reconcile --shard-idle; "" is the default.
 		idle string
+		// from, to: the range, from base; zero: all of the lake.
+		from, to time.Duration
 	}{
 		{
 			name:  "tumbling typed keys",
@@ -94,6 +96,17 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 			value:  true,
 			shards: []shardInput{{"lagging", 45}, {"ahead", 100}},
 			idle:   "1ms", // "ahead" commits well after "lagging": it is idle
+		},
+		{
+			name:  "sliding in a range inside the lake",
+			flags: []string{"--window", "3m", "--slide", "1m", "--key", "page", "--value", "v"},
+			keys: func(rng *rand.Rand) map[string]any {
+				return map[string]any{"page": fmt.Sprintf("/p%d", rng.IntN(2))}
+			},
+			value:  true,
+			shards: []shardInput{{"solo", 100}},
+			from:   25*time.Minute + 30*time.Second,
+			to:     65 * time.Minute,
 		},
 	}
 	for ti, tc := range tests {
@@ -156,14 +169,19 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 			copyDir(t, lake, a)
 			copyDir(t, lake, b)
 			from, to := base.Add(-2*time.Hour), base.Add(4*time.Hour)
+			if tc.to != 0 {
+				// Inside the lake, across midnight, from unaligned.
+				from, to = base.Add(tc.from), base.Add(tc.to)
+			}
 			idle := []string{}
 			if tc.idle != "" {
 				idle = []string{"--shard-idle", tc.idle}
 			}
 			rep := runTidemark(t, append([]string{"reconcile", "--lake", a, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--format", "json"}, idle...)...)
 			var r struct {
-				Corrected int `json:"windows_corrected"`
-				Inserted  int `json:"windows_inserted"`
+				Corrected int   `json:"windows_corrected"`
+				Inserted  int   `json:"windows_inserted"`
+				Watermark int64 `json:"watermark_us"`
 			}
 			if err := json.Unmarshal([]byte(rep), &r); err != nil {
 				t.Fatalf("reconcile report: %v\n%s", err, rep)
@@ -173,6 +191,9 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 			}
 
 			vars := sparkVars(t, b, idle...)
+			if got := mustInt(t, vars["watermark_us"]); got != r.Watermark {
+				t.Errorf("tables --spark: watermark_us %d, tidemark reconcile closed windows by %d", got, r.Watermark)
+			}
 			vars["from_ts"], vars["to_ts"] = from.Format(time.DateTime), to.Format(time.DateTime)
 			db := lakeDB(t, b)
 			if err := runSparkScript(db, vars); err != nil {
@@ -180,8 +201,12 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 			}
 			loadDeltaTable(t, db, filepath.Join(a, "window_results"), "a_window_results")
 			loadDeltaTable(t, db, filepath.Join(a, "reconcile_log"), "a_reconcile_log")
-			compareTables(t, db, "window_results", "a_window_results", vars, "computed_at")
-			compareTables(t, db, "reconcile_log", "a_reconcile_log", vars, "run_id", "corrected_at")
+			// In range: tidemark also corrects the windows of late rows
+			// outside it (those since its last run); the script does not.
+			inRange := fmt.Sprintf("%s >= TIMESTAMPTZ '%s+00' AND %s < TIMESTAMPTZ '%s+00'",
+				duckCol(vars, "c_window_start"), vars["from_ts"], duckCol(vars, "c_window_start"), vars["to_ts"])
+			compareTables(t, db, "window_results", "a_window_results", inRange, vars, "computed_at")
+			compareTables(t, db, "reconcile_log", "a_reconcile_log", inRange, vars, "run_id", "corrected_at")
 			for _, tbl := range []string{"window_results", "reconcile_log"} {
 				if got := queryRows(t, db, "SELECT count(*) FROM "+tbl); len(got) != 1 || got[0] == "0" {
 					t.Errorf("%s is empty", tbl)
@@ -212,8 +237,8 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 					t.Fatal(err)
 				}
 				loadDeltaTable(t, db2, filepath.Join(a, "window_results"), "a_window_results")
-				got := queryRows(t, db2, tableText("window_results", vars, "computed_at"))
-				want := queryRows(t, db2, tableText("a_window_results", vars, "computed_at"))
+				got := queryRows(t, db2, tableText("window_results", "true", vars, "computed_at"))
+				want := queryRows(t, db2, tableText("a_window_results", "true", vars, "computed_at"))
 				if slices.Equal(got, want) {
 					t.Errorf("with the highest watermark the script still equals tidemark: the lake does not tell the rules apart")
 				}
@@ -378,21 +403,22 @@ func duckCol(vars map[string]string, v string) string {
 	return duckIdent(unquoteBack(vars[v]))
 }
 
-// tableText is the query of a table's rows but for the columns except.
-func tableText(tbl string, vars map[string]string, except ...string) string {
+// tableText is the query of a table's rows where where holds, but for the
+// columns except.
+func tableText(tbl, where string, vars map[string]string, except ...string) string {
 	var ex []string
 	for _, e := range except {
 		ex = append(ex, duckCol(vars, "c_"+e))
 	}
-	return fmt.Sprintf("SELECT * EXCLUDE (%s) FROM %s", strings.Join(ex, ", "), tbl)
+	return fmt.Sprintf("SELECT * EXCLUDE (%s) FROM %s WHERE %s", strings.Join(ex, ", "), tbl, where)
 }
 
 // compareTables requires the DuckDB tables got and want to hold the same
 // rows, but for the columns except (logical names).
-func compareTables(t *testing.T, db *sql.DB, got, want string, vars map[string]string, except ...string) {
+func compareTables(t *testing.T, db *sql.DB, got, want, where string, vars map[string]string, except ...string) {
 	t.Helper()
-	g := queryRows(t, db, tableText(got, vars, except...))
-	w := queryRows(t, db, tableText(want, vars, except...))
+	g := queryRows(t, db, tableText(got, where, vars, except...))
+	w := queryRows(t, db, tableText(want, where, vars, except...))
 	if !slices.Equal(g, w) {
 		t.Errorf("%s after the Spark SQL (%d rows) differs from tidemark reconcile's (%d rows):\n%s", got, len(g), len(w),
 			strings.NewReplacer("only in window_results", "only the Spark SQL", "only in DuckDB:        ", "only tidemark:").Replace(diffRows(g, w)))
