@@ -16,7 +16,7 @@ func tablesCommand() *cli.Command {
 		Name:  "tables",
 		Usage: "show each table of a lake: Delta version, files, rows and bytes",
 		Description: "With --spark, prints instead the variables scripts/spark/reconcile.sql needs for the lake, one `-d 'name=value'` " +
-			"per line, shell-quoted: `eval \"set -- $(tidemark tables --lake L --spark)\"` then `spark-sql ... \"$@\" -d from_ts=... -d to_ts=... -f reconcile.sql` " +
+			"per line, shell-quoted and continued with a backslash: `eval \"set -- $(tidemark tables --lake L --spark)\"` then `spark-sql ... \"$@\" -d from_ts=... -d to_ts=... -f reconcile.sql` " +
 			"(scripts/spark/README.md). A session lake is refused: the script handles window lakes only.",
 		Flags: append(lakeFlags(),
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, csv or json", EnvVars: env("format")},
@@ -50,7 +50,9 @@ func tablesCommand() *cli.Command {
 }
 
 // printSparkVariables is tables --spark: the lake's location (s3:// as
-// Spark's s3a://) and reconcile.SparkVariables, one shell-quoted -d a line.
+// Spark's s3a://) and reconcile.SparkVariables, one shell-quoted -d a line,
+// each but the last continued with a backslash: one shell command's
+// arguments, for eval "set -- $(...)" or a paste.
 func printSparkVariables(c *cli.Context) error {
 	idle, err := shardIdle(c)
 	if err != nil {
@@ -69,8 +71,12 @@ func printSparkVariables(c *cli.Context) error {
 		loc = "s3a://" + rest
 	}
 	vars = append([]reconcile.SparkVariable{{Name: "lake", Value: strings.TrimSuffix(loc, "/")}}, vars...)
-	for _, v := range vars {
-		if _, err := fmt.Fprintf(c.App.Writer, "-d %s\n", shellQuote(v.Name+"="+v.Value)); err != nil {
+	for i, v := range vars {
+		cont := " \\"
+		if i == len(vars)-1 {
+			cont = ""
+		}
+		if _, err := fmt.Fprintf(c.App.Writer, "-d %s%s\n", shellQuote(v.Name+"="+v.Value), cont); err != nil {
 			return err
 		}
 	}

@@ -323,13 +323,20 @@ func runSparkScript(db *sql.DB, vars map[string]string) error {
 	return nil
 }
 
-// sparkVars runs `tidemark tables --spark` and parses its -d 'name=value'
+// sparkVars runs `tidemark tables --spark` and parses its -d 'name=value' \
 // lines.
 func sparkVars(t *testing.T, lake string, extra ...string) map[string]string {
 	t.Helper()
 	out := runTidemark(t, append([]string{"tables", "--lake", lake, "--spark"}, extra...)...)
 	vars := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i, l := range lines {
+		if i < len(lines)-1 {
+			var ok bool
+			if l, ok = strings.CutSuffix(l, " \\"); !ok {
+				t.Fatalf("tables --spark: line %q does not continue with a backslash", l)
+			}
+		}
 		arg, ok := strings.CutPrefix(l, "-d ")
 		if !ok || len(arg) < 2 || arg[0] != '\'' || arg[len(arg)-1] != '\'' {
 			t.Fatalf("tables --spark: line %q is not -d 'name=value'", l)
