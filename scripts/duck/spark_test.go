@@ -217,6 +217,19 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 				duckCol(vars, "c_run_id"), duckCol(vars, "c_corrected_at"), duckCol(vars, "c_run_id"))); got[0] != "1|1|0" {
 				t.Errorf("reconcile_log run ids, times, null ids: %s, want 1|1|0", got[0])
 			}
+			// A second run finds nothing more to correct: no log row, no
+			// change (what a rerun after a complete run finds).
+			before := queryRows(t, db, tableText("window_results", "true", vars, "computed_at"))
+			logged := queryRows(t, db, "SELECT count(*) FROM reconcile_log")
+			if err := runSparkScript(db, vars); err != nil {
+				t.Fatal(err)
+			}
+			if after := queryRows(t, db, tableText("window_results", "true", vars, "computed_at")); !slices.Equal(before, after) {
+				t.Errorf("a second run changed window_results:\n%s", diffRows(after, before))
+			}
+			if again := queryRows(t, db, "SELECT count(*) FROM reconcile_log"); !slices.Equal(again, logged) {
+				t.Errorf("a second run logged more: %s rows, then %s", logged[0], again[0])
+			}
 			if len(tc.shards) > 1 && tc.idle != "" {
 				// The lagging shard is idle: the watermark is the other's.
 				if hi := highestWatermark(t, db, b); hi != mustInt(t, vars["watermark_us"]) {
