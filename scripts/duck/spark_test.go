@@ -20,8 +20,8 @@ import (
 // TestSparkReconcileMatchesTidemark checks the logic of
 // scripts/spark/reconcile.sql against `tidemark reconcile` (issue 33):
 // lakes made by the tidemark binary (tumbling and sliding windows, typed
-// keys, a key taking an own column's name, no value column, two shards
-// with different watermarks, late rows, days and hours crossed) are
+// keys, a key taking an own column's name, no value column, no key, two
+// shards with different watermarks, late rows, days and hours crossed) are
 // copied; one copy is reconciled by `tidemark reconcile --from --to`, the
 // other's tables are loaded into DuckDB and the script, with the variables
 // `tidemark tables --spark` prints, is run on them after the mechanical
@@ -98,6 +98,13 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 			idle:   "1ms", // "ahead" commits well after "lagging": it is idle
 		},
 		{
+			name:   "no keys",
+			flags:  []string{"--window", "2m", "--value", "v"},
+			keys:   func(*rand.Rand) map[string]any { return map[string]any{} },
+			value:  true,
+			shards: []shardInput{{"solo", 100}},
+		},
+		{
 			name:  "sliding in a range inside the lake",
 			flags: []string{"--window", "3m", "--slide", "1m", "--key", "page", "--value", "v"},
 			keys: func(rng *rand.Rand) map[string]any {
@@ -161,6 +168,9 @@ func TestSparkReconcileMatchesTidemark(t *testing.T) {
 			}
 			for range 40 {
 				f.Write(line(base.Add(time.Duration(rng.IntN(40*60))*time.Second), rng.IntN(2) == 0))
+			}
+			for range 5 { // before every other event: windows of late rows only
+				f.Write(line(base.Add(-10*time.Minute-time.Duration(rng.IntN(20*60))*time.Second), false))
 			}
 			f.Close()
 			stream(tc.shards[last], ins[last])
