@@ -55,12 +55,9 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, hasW, err := p.streamWatermark(ctx)
+	w, hasW, err := p.closing(ctx)
 	if err != nil {
 		return err
-	}
-	if p.hasWM && (!hasW || p.wm > w) {
-		w, hasW = p.wm, true // W never decreases; batch rows carry none
 	}
 	if !hasW {
 		w = tidemark.MinTime

@@ -80,6 +80,21 @@ func (p *priorRuns) streamWatermark(ctx context.Context) (int64, bool, error) {
 	return w, has, nil
 }
 
+// closing returns the watermark that closes windows for a run after p: the
+// streams' (streamWatermark), never below the one an earlier run saw (W
+// never decreases; batch rows carry none). ok is false when neither is
+// known.
+func (p *priorRuns) closing(ctx context.Context) (w int64, ok bool, err error) {
+	w, ok, err = p.streamWatermark(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	if p.hasWM && (!ok || p.wm > w) {
+		w, ok = p.wm, true
+	}
+	return w, ok, nil
+}
+
 // record commits a txn-only version to reconcile_log: appID reaches version.
 // A lower or equal version already there is fine (nothing to record).
 func (p *priorRuns) record(ctx context.Context, appID string, version int64) error {

@@ -17,7 +17,7 @@ import (
 // same value.
 func shardIdleFlag() cli.Flag {
 	return &cli.DurationFlag{Name: "shard-idle", Value: lake.DefaultShardIdle,
-		Usage:   "on a lake several streams write: a stream whose last commit is more than D older than the newest one's is idle and no longer holds merged windows back from final (give stream, reconcile and shards the same D)",
+		Usage:   "on a lake several streams write: a stream whose last commit is more than D older than the newest one's is idle and no longer holds merged windows back from final (give stream, reconcile, shards and tables --spark the same D)",
 		EnvVars: env("shard-idle")}
 }
 
