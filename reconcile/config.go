@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"tidemark"
 	"tidemark/lake/store"
 )
 
@@ -76,6 +77,23 @@ const (
 // addition is not associative. Count, min and max compare exactly. A late
 // row always changes the count, so the tolerance never hides one.
 const SumTolerance = 1e-9
+
+// Validate checks what Run refuses before it opens anything (Run calls
+// it first). Its errors are *tidemark.ConfigError, naming the config's
+// fields.
+func (c Config) Validate() error {
+	switch {
+	case c.Since < 0:
+		return tidemark.ConfigErrorf("reconcile", "{Since} must not be negative, got %s", c.Since)
+	case c.Since > 0 && (!c.From.IsZero() || !c.To.IsZero()):
+		return tidemark.ConfigErrorf("reconcile", "give {Since} or {From}/{To}, not both")
+	case c.From.IsZero() != c.To.IsZero():
+		return tidemark.ConfigErrorf("reconcile", "{From} and {To} go together")
+	case !c.From.IsZero() && !c.To.After(c.From):
+		return tidemark.ConfigErrorf("reconcile", "{To} %s is not after {From} %s", c.To.Format(time.RFC3339), c.From.Format(time.RFC3339))
+	}
+	return nil
+}
 
 func (c Config) logger() *slog.Logger {
 	if c.Logger == nil {

@@ -316,17 +316,29 @@ func TestRacingStreamCommit(t *testing.T) {
 	}
 }
 
+// TestConfigErrors: Run refuses a bad config before it opens anything,
+// with a *tidemark.ConfigError naming the config's fields (cmd/tidemark
+// phrases it with its flags, see TestReconcileConfigErrorsNameFlags).
 func TestConfigErrors(t *testing.T) {
 	tl := lateLake(t)
-	for _, cfg := range []reconcile.Config{
-		{Since: time.Hour, From: t0, To: t0.Add(time.Hour)},
-		{From: t0},
-		{From: t0, To: t0},
-		{Since: -time.Hour},
+	for _, tc := range []struct {
+		cfg  reconcile.Config
+		want string
+	}{
+		{reconcile.Config{Since: time.Hour, From: t0, To: t0.Add(time.Hour)}, "reconcile config: give Since or From/To, not both"},
+		{reconcile.Config{From: t0}, "reconcile config: From and To go together"},
+		{reconcile.Config{From: t0, To: t0}, "reconcile config: To 2026-03-01T10:00:00Z is not after From 2026-03-01T10:00:00Z"},
+		{reconcile.Config{Since: -time.Hour}, "reconcile config: Since must not be negative, got -1h0m0s"},
 	} {
+		cfg := tc.cfg
 		cfg.Store = tl.st
-		if _, err := reconcile.Run(context.Background(), cfg); err == nil {
-			t.Errorf("config %+v: got nil error, want one", cfg)
+		_, err := reconcile.Run(context.Background(), cfg)
+		var ce *tidemark.ConfigError
+		if !errors.As(err, &ce) || err.Error() != tc.want {
+			t.Errorf("config %+v: got %v, want a ConfigError %q", cfg, err, tc.want)
+		}
+		if verr := tc.cfg.Validate(); verr == nil || verr.Error() != tc.want {
+			t.Errorf("Validate(%+v): got %v, want %q", tc.cfg, verr, tc.want)
 		}
 	}
 	if _, err := reconcile.Run(context.Background(), reconcile.Config{}); err == nil {
