@@ -8,15 +8,17 @@ import (
 	"tidemark/lake/store"
 )
 
-// Config configures a run. The zero value (with Lake or Store set) is a
+// Config configures a run. The zero value (with Lake or LakeStore set) is a
 // cron run: windows with late rows committed since the previous run.
 type Config struct {
 	// Lake is the lake's location: a directory or s3://bucket/prefix.
 	Lake string
 	// S3 configures an s3:// lake (zero: the AWS environment).
 	S3 store.S3Config
-	// Store, when set, is used instead of opening Lake (tests, embedding).
-	Store store.Store
+	// LakeStore, when set, is used instead of opening Lake (a caller with
+	// a store of its own; tests that inject write failures), as
+	// stream.RunnerConfig.LakeStore.
+	LakeStore store.Store
 
 	// Since adds every closed window that started in the last Since
 	// (by Clock); From/To (both set) add every closed window with a start

@@ -35,7 +35,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st := cfg.Store
+	st := cfg.LakeStore
 	if st == nil {
 		if cfg.Lake == "" {
 			return nil, errors.New("reconcile: no lake given")
