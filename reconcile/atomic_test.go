@@ -102,7 +102,7 @@ func TestDiskFullDuringReconcile(t *testing.T) {
 	for at := 1; ; at++ {
 		tl := lateLake(t)
 		fs := &fullStore{Store: tl.st, at: at}
-		_, err := reconcile.Run(ctx, reconcile.Config{Store: fs, Clock: fixedClock})
+		_, err := reconcile.Run(ctx, reconcile.Config{LakeStore: fs, Clock: fixedClock})
 		if err == nil {
 			if fs.failed {
 				t.Fatalf("write %d: failed but the run reported success", at)
@@ -156,7 +156,7 @@ func TestPendingLogSurvivesVacuum(t *testing.T) {
 	ctx := context.Background()
 	tl := lateLake(t)
 	fs := &failingStore{Store: tl.st, table: lake.TableReconcileLog}
-	if _, err := reconcile.Run(ctx, reconcile.Config{Store: fs, Clock: fixedClock}); err == nil {
+	if _, err := reconcile.Run(ctx, reconcile.Config{LakeStore: fs, Clock: fixedClock}); err == nil {
 		t.Fatal("got success, want the injected failure of the reconcile_log commit")
 	}
 	far := func() time.Time { return time.Now().Add(30 * 24 * time.Hour) } // past every file's age

@@ -4,18 +4,21 @@ import (
 	"log/slog"
 	"time"
 
+	"tidemark"
 	"tidemark/lake/store"
 )
 
-// Config configures a run. The zero value (with Lake or Store set) is a
+// Config configures a run. The zero value (with Lake or LakeStore set) is a
 // cron run: windows with late rows committed since the previous run.
 type Config struct {
 	// Lake is the lake's location: a directory or s3://bucket/prefix.
 	Lake string
 	// S3 configures an s3:// lake (zero: the AWS environment).
 	S3 store.S3Config
-	// Store, when set, is used instead of opening Lake (tests, embedding).
-	Store store.Store
+	// LakeStore, when set, is used instead of opening Lake (a caller with
+	// a store of its own; tests that inject write failures), as
+	// stream.RunnerConfig.LakeStore.
+	LakeStore store.Store
 
 	// Since adds every closed window that started in the last Since
 	// (by Clock); From/To (both set) add every closed window with a start
@@ -76,6 +79,23 @@ const (
 // addition is not associative. Count, min and max compare exactly. A late
 // row always changes the count, so the tolerance never hides one.
 const SumTolerance = 1e-9
+
+// Validate checks what Run refuses before it opens anything (Run calls
+// it first). Its errors are *tidemark.ConfigError, naming the config's
+// fields.
+func (c Config) Validate() error {
+	switch {
+	case c.Since < 0:
+		return tidemark.ConfigErrorf("reconcile", "{Since} must not be negative, got %s", c.Since)
+	case c.Since > 0 && (!c.From.IsZero() || !c.To.IsZero()):
+		return tidemark.ConfigErrorf("reconcile", "give {Since} or {From}/{To}, not both")
+	case c.From.IsZero() != c.To.IsZero():
+		return tidemark.ConfigErrorf("reconcile", "{From} and {To} go together")
+	case !c.From.IsZero() && !c.To.After(c.From):
+		return tidemark.ConfigErrorf("reconcile", "{To} %s is not after {From} %s", c.To.Format(time.RFC3339), c.From.Format(time.RFC3339))
+	}
+	return nil
+}
 
 func (c Config) logger() *slog.Logger {
 	if c.Logger == nil {

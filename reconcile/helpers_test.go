@@ -44,7 +44,7 @@ func fixedClock() time.Time { return t0.Add(24 * time.Hour) }
 
 func (tl *testLake) reconcile(t testing.TB, cfg reconcile.Config) *reconcile.Report {
 	t.Helper()
-	cfg.Store = tl.st
+	cfg.LakeStore = tl.st
 	if cfg.Clock == nil {
 		cfg.Clock = fixedClock
 	}

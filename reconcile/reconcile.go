@@ -32,19 +32,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	started := clock()
 	log := cfg.logger()
-	if cfg.Since < 0 {
-		return nil, fmt.Errorf("reconcile: --since must not be negative, got %s", cfg.Since)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Since > 0 && (!cfg.From.IsZero() || !cfg.To.IsZero()) {
-		return nil, errors.New("reconcile: give --since or --from/--to, not both")
-	}
-	if cfg.From.IsZero() != cfg.To.IsZero() {
-		return nil, errors.New("reconcile: --from and --to go together")
-	}
-	if !cfg.From.IsZero() && !cfg.To.After(cfg.From) {
-		return nil, fmt.Errorf("reconcile: --to %s is not after --from %s", cfg.To.Format(time.RFC3339), cfg.From.Format(time.RFC3339))
-	}
-	st := cfg.Store
+	st := cfg.LakeStore
 	if st == nil {
 		if cfg.Lake == "" {
 			return nil, errors.New("reconcile: no lake given")

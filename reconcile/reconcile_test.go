@@ -167,18 +167,18 @@ func TestLockHeld(t *testing.T) {
 	if err := tl.st.PutIfAbsent(ctx, "_reconcile/lock", []byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := reconcile.Run(ctx, reconcile.Config{Store: tl.st, Clock: fixedClock})
+	_, err := reconcile.Run(ctx, reconcile.Config{LakeStore: tl.st, Clock: fixedClock})
 	var le *reconcile.LockedError
 	if !errors.As(err, &le) || !errors.Is(err, store.ErrLocked) || le.ExitCode() != 3 || le.Owner != "other" {
 		t.Fatalf("got %v, want a LockedError from owner other with exit code 3", err)
 	}
 	// Dry runs take no lock.
-	if _, err := reconcile.Run(ctx, reconcile.Config{Store: tl.st, Clock: fixedClock, DryRun: true}); err != nil {
+	if _, err := reconcile.Run(ctx, reconcile.Config{LakeStore: tl.st, Clock: fixedClock, DryRun: true}); err != nil {
 		t.Errorf("dry run under a held lock: %v", err)
 	}
 	// Two hours later the lock is stale and taken over; the run releases it.
 	later := func() time.Time { return now.Add(2 * time.Hour) }
-	if _, err := reconcile.Run(ctx, reconcile.Config{Store: tl.st, Clock: later}); err != nil {
+	if _, err := reconcile.Run(ctx, reconcile.Config{LakeStore: tl.st, Clock: later}); err != nil {
 		t.Fatalf("run over a stale lock: %v", err)
 	}
 	if _, err := store.ReadAll(ctx, tl.st, "_reconcile/lock"); !errors.Is(err, store.ErrNotExist) {
@@ -194,7 +194,7 @@ func TestConcurrentRunsOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = reconcile.Run(context.Background(), reconcile.Config{Store: tl.st, Clock: fixedClock})
+			_, errs[i] = reconcile.Run(context.Background(), reconcile.Config{LakeStore: tl.st, Clock: fixedClock})
 		}()
 	}
 	wg.Wait()
@@ -237,7 +237,7 @@ func TestCrashBeforeCommitThenNextRunCompletes(t *testing.T) {
 	tl := lateLake(t)
 	before := windowsText(t, tl)
 	fs := &failingStore{Store: tl.st}
-	_, err := reconcile.Run(context.Background(), reconcile.Config{Store: fs, Clock: fixedClock})
+	_, err := reconcile.Run(context.Background(), reconcile.Config{LakeStore: fs, Clock: fixedClock})
 	if err == nil || !strings.Contains(err.Error(), "injected crash") {
 		t.Fatalf("got %v, want the injected failure", err)
 	}
@@ -316,17 +316,29 @@ func TestRacingStreamCommit(t *testing.T) {
 	}
 }
 
+// TestConfigErrors: Run refuses a bad config before it opens anything,
+// with a *tidemark.ConfigError naming the config's fields (cmd/tidemark
+// phrases it with its flags, see TestReconcileConfigErrorsNameFlags).
 func TestConfigErrors(t *testing.T) {
 	tl := lateLake(t)
-	for _, cfg := range []reconcile.Config{
-		{Since: time.Hour, From: t0, To: t0.Add(time.Hour)},
-		{From: t0},
-		{From: t0, To: t0},
-		{Since: -time.Hour},
+	for _, tc := range []struct {
+		cfg  reconcile.Config
+		want string
+	}{
+		{reconcile.Config{Since: time.Hour, From: t0, To: t0.Add(time.Hour)}, "reconcile config: give Since or From/To, not both"},
+		{reconcile.Config{From: t0}, "reconcile config: From and To go together"},
+		{reconcile.Config{From: t0, To: t0}, "reconcile config: To 2026-03-01T10:00:00Z is not after From 2026-03-01T10:00:00Z"},
+		{reconcile.Config{Since: -time.Hour}, "reconcile config: Since must not be negative, got -1h0m0s"},
 	} {
-		cfg.Store = tl.st
-		if _, err := reconcile.Run(context.Background(), cfg); err == nil {
-			t.Errorf("config %+v: got nil error, want one", cfg)
+		cfg := tc.cfg
+		cfg.LakeStore = tl.st
+		_, err := reconcile.Run(context.Background(), cfg)
+		var ce *tidemark.ConfigError
+		if !errors.As(err, &ce) || err.Error() != tc.want {
+			t.Errorf("config %+v: got %v, want a ConfigError %q", cfg, err, tc.want)
+		}
+		if verr := tc.cfg.Validate(); verr == nil || verr.Error() != tc.want {
+			t.Errorf("Validate(%+v): got %v, want %q", tc.cfg, verr, tc.want)
 		}
 	}
 	if _, err := reconcile.Run(context.Background(), reconcile.Config{}); err == nil {

@@ -270,7 +270,7 @@ func TestSessionReconcileCrashBetweenCommits(t *testing.T) {
 		s.process([]tidemark.Record{rec(i, ts, "u1", float64(i+1))})
 	}
 	fs := &failingStore{Store: tl.st, table: "reconcile_log"} // window_results is committed
-	if _, err := reconcile.Run(context.Background(), reconcile.Config{Store: fs, Clock: fixedClock}); err == nil || !strings.Contains(err.Error(), "injected crash") {
+	if _, err := reconcile.Run(context.Background(), reconcile.Config{LakeStore: fs, Clock: fixedClock}); err == nil || !strings.Contains(err.Error(), "injected crash") {
 		t.Fatalf("got %v, want the injected failure", err)
 	}
 	want := "[2026-03-01T10:00:00Z, 2026-03-01T10:16:00Z) u1 n=4 s=10 batch rev 2\n"

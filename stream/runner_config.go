@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"tidemark"
 	"tidemark/ingest"
 	"tidemark/lake"
 	"tidemark/lake/store"
@@ -93,7 +93,7 @@ type RunnerConfig struct {
 
 // Validate checks what the runner refuses before anything is opened (the
 // engine's own checks follow in New): Run calls it first. Its errors are
-// *ConfigError, naming the config's fields.
+// *tidemark.ConfigError, naming the config's fields.
 func (c RunnerConfig) Validate() error {
 	if err := c.validateSessions(); err != nil {
 		return err
@@ -126,48 +126,10 @@ func (c RunnerConfig) Validate() error {
 	return c.Decoder.Validate()
 }
 
-// ConfigError is a RunnerConfig that Validate refuses. Its text names the
-// config's settings by field path in braces ("{Engine.Lateness} must not
-// be negative"): Error writes the field paths, and Phrase lets a caller
-// name them its own way (cmd/tidemark writes its flags).
-type ConfigError struct {
-	format string // fmt format with {Field} placeholders
-	args   []any
-	err    error // wrapped, when set
+// configErr is a *tidemark.ConfigError naming RunnerConfig's fields.
+func configErr(format string, args ...any) *tidemark.ConfigError {
+	return tidemark.ConfigErrorf("stream", format, args...)
 }
-
-func configErr(format string, args ...any) *ConfigError {
-	return &ConfigError{format: format, args: args}
-}
-
-// Error is the message with each field named by its path in RunnerConfig.
-func (e *ConfigError) Error() string {
-	return "stream config: " + e.Phrase(func(field string) string { return field })
-}
-
-// Phrase is the message with each field named name(field).
-func (e *ConfigError) Phrase(name func(field string) string) string {
-	var b strings.Builder
-	f := e.format
-	for {
-		i := strings.IndexByte(f, '{')
-		j := strings.IndexByte(f[i+1:], '}')
-		if i < 0 || j < 0 {
-			b.WriteString(f)
-			break
-		}
-		b.WriteString(f[:i])
-		b.WriteString(strings.ReplaceAll(name(f[i+1:i+1+j]), "%", "%%"))
-		f = f[i+2+j:]
-	}
-	msg := fmt.Sprintf(b.String(), e.args...)
-	if e.err != nil {
-		msg += ": " + e.err.Error()
-	}
-	return msg
-}
-
-func (e *ConfigError) Unwrap() error { return e.err }
 
 func (c *RunnerConfig) defaults() {
 	if c.Name == "" {

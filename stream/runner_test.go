@@ -213,7 +213,7 @@ func sortDurations(d []time.Duration) {
 }
 
 // Run validates its config before it opens anything: each bad field gets
-// a *ConfigError naming it (cmd/tidemark phrases it with its flag, see
+// a *tidemark.ConfigError naming it (cmd/tidemark phrases it with its flag, see
 // TestStreamConfigErrorsNameFlags there), and no lake is made.
 func TestRunnerConfigValidate(t *testing.T) {
 	lakeDir := filepath.Join(t.TempDir(), "lake")
@@ -241,7 +241,7 @@ func TestRunnerConfigValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error saying %q", err, tc.want)
 			}
-			if ce := (*ConfigError)(nil); errors.As(err, &ce) && strings.Contains(ce.Error(), "--") {
+			if ce := (*tidemark.ConfigError)(nil); errors.As(err, &ce) && strings.Contains(ce.Error(), "--") {
 				t.Fatalf("%v: a ConfigError must name fields, not flags", err)
 			}
 			if _, err := os.Stat(lakeDir); !errors.Is(err, os.ErrNotExist) {

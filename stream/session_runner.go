@@ -52,7 +52,7 @@ func (c RunnerConfig) validateSessions() error {
 		return configErr("{SessionGap} keeps its open sessions in memory: {State.Store} pebble is not supported with it")
 	}
 	if err := engine.CheckSessionGap(c.SessionGap); err != nil {
-		return &ConfigError{format: "{SessionGap}", err: err}
+		return &tidemark.ConfigError{Pkg: "stream", Format: "{SessionGap}", Err: err}
 	}
 	return nil
 }

@@ -62,6 +62,14 @@ func reconcileConfig(c *cli.Context) (reconcile.Config, error) {
 	return cfg, nil
 }
 
+// reconcileFlags names the reconcile.Config fields its config errors name
+// by the flags that set them.
+var reconcileFlags = map[string]string{
+	"Since": "--since",
+	"From":  "--from",
+	"To":    "--to",
+}
+
 // parseFlagTime reads an optional --from/--to as reconcile.Config wants it
 // (the zero time when unset).
 func parseFlagTime(c *cli.Context, name string) (time.Time, error) {
@@ -81,6 +89,9 @@ func runReconcile(c *cli.Context) error {
 	cfg, err := reconcileConfig(c)
 	if err != nil {
 		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("reconcile: %w", flagError(err, reconcileFlags))
 	}
 	if cfg.Logger, err = newLogger(c, c.App.ErrWriter); err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 )
 
 // TestStreamConfigErrorsNameFlags: what stream.RunnerConfig.Validate
-// refuses (a stream.ConfigError naming fields) reads, from `tidemark
+// refuses (a tidemark.ConfigError naming fields) reads, from `tidemark
 // stream`, with the flags' names, word for word as before the runner
 // stopped naming flags.
 func TestStreamConfigErrorsNameFlags(t *testing.T) {
@@ -42,7 +42,7 @@ func TestStreamConfigErrorsNameFlags(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%q: the config was accepted", tc.want)
 		}
-		if got := flagError(err).Error(); got != tc.want {
+		if got := flagError(err, streamFlags).Error(); got != tc.want {
 			t.Errorf("got %q\nwant %q", got, tc.want)
 		}
 	}

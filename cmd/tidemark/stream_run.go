@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"tidemark"
 	"tidemark/stream"
 )
 
@@ -19,7 +20,7 @@ func runStream(c *cli.Context) (err error) {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
-		return flagError(err)
+		return flagError(err, streamFlags)
 	}
 	// A person at a terminal gets a live display and a table; a machine (stderr
 	// not a terminal, or --progress given) gets the JSON lines and the
@@ -92,7 +93,7 @@ func printAccounting(w io.Writer, s *stream.Summary) {
 	fmt.Fprintln(w, s.Accounting())
 }
 
-// streamFlags names the RunnerConfig fields a stream.ConfigError names by
+// streamFlags names the RunnerConfig fields a stream config error names by
 // the flags that set them.
 var streamFlags = map[string]string{
 	"Sources":               "--source",
@@ -110,25 +111,25 @@ var streamFlags = map[string]string{
 	"State.Dir":             "--state-dir",
 }
 
-// flagError rephrases a stream.ConfigError with the flags' names; other
-// errors pass through.
-func flagError(err error) error {
-	var ce *stream.ConfigError
+// flagError rephrases a tidemark.ConfigError with the flags' names
+// (flags maps its field paths to them); other errors pass through.
+func flagError(err error, flags map[string]string) error {
+	var ce *tidemark.ConfigError
 	if !errors.As(err, &ce) || ce != err {
 		return err
 	}
 	return &flagPhrased{ce.Phrase(func(field string) string {
-		if flag, ok := streamFlags[field]; ok {
+		if flag, ok := flags[field]; ok {
 			return flag
 		}
 		return field
 	}), ce}
 }
 
-// flagPhrased is a stream.ConfigError in the flags' words.
+// flagPhrased is a tidemark.ConfigError in the flags' words.
 type flagPhrased struct {
 	msg string
-	err *stream.ConfigError
+	err *tidemark.ConfigError
 }
 
 func (e *flagPhrased) Error() string { return e.msg }
