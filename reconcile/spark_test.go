@@ -3,6 +3,9 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"os"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,5 +86,51 @@ func TestSparkVariables(t *testing.T) {
 	}
 	if _, err := reconcile.SparkVariables(ctx, slk); !errors.Is(err, reconcile.ErrSparkSessions) {
 		t.Errorf("session lake: got %v, want ErrSparkSessions", err)
+	}
+}
+
+// TestSparkVariablesAreTheScripts: SparkVariables gives every variable
+// scripts/spark/reconcile.sql uses but the three the user gives, and none
+// it does not use.
+func TestSparkVariablesAreTheScripts(t *testing.T) {
+	script, err := os.ReadFile("../scripts/spark/reconcile.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`).FindAllStringSubmatch(string(script), -1) {
+		used[m[1]] = true
+	}
+	for _, v := range []string{"lake", "from_ts", "to_ts"} {
+		if !used[v] {
+			t.Errorf("the script does not use ${%s}", v)
+		}
+		delete(used, v)
+	}
+	st, err := store.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := lake.Open(context.Background(), st, lake.Config{Keys: []string{"page"}, ValueField: "v", Window: tidemark.WindowSpec{Size: 60_000_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars, err := reconcile.SparkVariables(context.Background(), lk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var given []string
+	for _, v := range vars {
+		given = append(given, v.Name)
+		if !used[v.Name] {
+			t.Errorf("SparkVariables gives %s, which the script does not use", v.Name)
+		}
+		delete(used, v.Name)
+	}
+	for v := range used {
+		t.Errorf("the script uses ${%s}, which SparkVariables does not give", v)
+	}
+	if u := slices.Compact(slices.Sorted(slices.Values(given))); len(u) != len(given) {
+		t.Errorf("a variable given twice: %v", given)
 	}
 }
