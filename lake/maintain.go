@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,17 +57,28 @@ type Report struct {
 	DryRun       bool
 }
 
+// DefaultTargetFileBytes is the size compaction merges small files up to
+// (Delta's OPTIMIZE default).
+const DefaultTargetFileBytes = 128 << 20
+
 // Compact merges the files smaller than targetFileBytes within each
 // partition of table into files of about that size, in one dataChange=false
 // commit ("OPTIMIZE"). Rows and their partitions are unchanged. It conflicts
 // only with commits that remove the same files, and is then redone.
 func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes int64) (Report, error) {
+	if targetFileBytes <= 0 {
+		targetFileBytes = DefaultTargetFileBytes
+	}
+	return l.compact(ctx, tableName, targetFileBytes, map[string]string{"predicate": "[]"},
+		func(files []delta.Add) [][]delta.Add { return compactionGroups(files, targetFileBytes) })
+}
+
+// compact commits, in one dataChange=false OPTIMIZE commit, each group
+// that groups picks from the table's latest files merged into one file.
+func (l *Lake) compact(ctx context.Context, tableName string, targetFileBytes int64, params map[string]string, groups func([]delta.Add) [][]delta.Add) (Report, error) {
 	h, ok := l.tables[tableName]
 	if !ok {
 		return Report{}, fmt.Errorf("compact: no table %q (have %s)", tableName, strings.Join(tableNames, ", "))
-	}
-	if targetFileBytes <= 0 {
-		targetFileBytes = 128 << 20
 	}
 	var rep Report
 	v, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
@@ -77,7 +89,7 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 		}
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
-		for _, group := range compactionGroups(snap.Files, targetFileBytes) {
+		for _, group := range groups(snap.Files) {
 			f, rows, err := l.rewrite(ctx, h, group)
 			if err != nil {
 				return nil, written, err
@@ -99,10 +111,12 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 		if len(actions) == 0 {
 			return nil, nil, nil
 		}
+		op := map[string]string{"targetFileBytes": strconv.FormatInt(targetFileBytes, 10)}
+		maps.Copy(op, params)
 		return &delta.Transaction{
 			Actions:             actions,
 			Operation:           "OPTIMIZE",
-			OperationParameters: map[string]string{"predicate": "[]", "targetFileBytes": strconv.FormatInt(targetFileBytes, 10)},
+			OperationParameters: op,
 			OperationMetrics: map[string]string{
 				"numRemovedFiles": strconv.Itoa(rep.FilesRemoved), "numAddedFiles": strconv.Itoa(rep.FilesAdded),
 				"numRemovedBytes": strconv.FormatInt(rep.BytesRemoved, 10), "numAddedBytes": strconv.FormatInt(rep.BytesAdded, 10),
@@ -124,10 +138,20 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 // compactionGroups bins each partition's small files (in path order) into
 // groups of at most target bytes; only groups of two or more are returned.
 func compactionGroups(files []delta.Add, target int64) [][]delta.Add {
+	var out [][]delta.Add
+	for _, part := range byPartition(files, func(a delta.Add) bool { return a.Size < target }) {
+		out = binGroups(out, part, target)
+	}
+	return out
+}
+
+// byPartition groups the files keep accepts by partition, partitions in
+// key order and files in their order.
+func byPartition(files []delta.Add, keep func(delta.Add) bool) [][]delta.Add {
 	byPart := map[string][]delta.Add{}
 	var parts []string
 	for _, a := range files {
-		if a.Size >= target {
+		if !keep(a) {
 			continue
 		}
 		k := partKey(a.PartitionValues)
@@ -137,23 +161,30 @@ func compactionGroups(files []delta.Add, target int64) [][]delta.Add {
 		byPart[k] = append(byPart[k], a)
 	}
 	slices.Sort(parts)
-	var out [][]delta.Add
-	for _, p := range parts {
-		var cur []delta.Add
-		var size int64
-		for _, a := range byPart[p] {
-			if len(cur) > 0 && size+a.Size > target {
-				if len(cur) > 1 {
-					out = append(out, cur)
-				}
-				cur, size = nil, 0
+	out := make([][]delta.Add, len(parts))
+	for i, p := range parts {
+		out[i] = byPart[p]
+	}
+	return out
+}
+
+// binGroups appends to out the files (one partition) binned in order into
+// groups of at most target bytes, keeping only groups of two or more.
+func binGroups(out [][]delta.Add, files []delta.Add, target int64) [][]delta.Add {
+	var cur []delta.Add
+	var size int64
+	for _, a := range files {
+		if len(cur) > 0 && size+a.Size > target {
+			if len(cur) > 1 {
+				out = append(out, cur)
 			}
-			cur = append(cur, a)
-			size += a.Size
+			cur, size = nil, 0
 		}
-		if len(cur) > 1 {
-			out = append(out, cur)
-		}
+		cur = append(cur, a)
+		size += a.Size
+	}
+	if len(cur) > 1 {
+		out = append(out, cur)
 	}
 	return out
 }
