@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"tidemark"
 	"tidemark/lake/delta"
@@ -119,5 +120,34 @@ func TestAutoCompactKeepsRows(t *testing.T) {
 	}
 	if _, err := l.AutoCompact(ctx, TableRawEvents, AutoCompactOptions{MinFiles: 1}); err == nil {
 		t.Error("MinFiles 1: got no error")
+	}
+}
+
+// VacuumIfDue vacuums once per interval, whoever asks, and again once the
+// interval passed.
+func TestVacuumIfDue(t *testing.T) {
+	l, _, clock := openTestLake(t)
+	ctx := context.Background()
+	o := VacuumOptions{Retain: SafeRetention}
+	for i, tc := range []struct {
+		advance time.Duration
+		want    bool
+	}{{0, true}, {time.Hour, false}, {22 * time.Hour, false}, {time.Hour, true}, {time.Minute, false}} {
+		clock.advance(tc.advance)
+		_, ran, err := l.VacuumIfDue(ctx, 24*time.Hour, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran != tc.want {
+			t.Errorf("step %d: got ran=%v, want %v", i, ran, tc.want)
+		}
+	}
+	// The record is the lake's: another process opening it agrees.
+	l2, err := Open(ctx, l.st, testConfig(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ran, err := l2.VacuumIfDue(ctx, 24*time.Hour, o); err != nil || ran {
+		t.Errorf("another process: got ran=%v, %v, want not due", ran, err)
 	}
 }

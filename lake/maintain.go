@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -398,4 +399,35 @@ func hidden(rel string) bool {
 		}
 	}
 	return false
+}
+
+// lastVacuumKey is where the lake records when a background vacuum
+// (VacuumIfDue) last ran, as RFC 3339 text: a hidden top-level path no
+// table lists.
+const lastVacuumKey = "_maintenance/last-vacuum"
+
+// VacuumIfDue runs Vacuum with o unless a VacuumIfDue of any process ran
+// less than every ago (the lake records when), so the streams of a lake
+// vacuum it about once per every between them, restarts or not. ran is
+// false when it was not due.
+func (l *Lake) VacuumIfDue(ctx context.Context, every time.Duration, o VacuumOptions) (rep Report, ran bool, err error) {
+	now := l.clock()
+	data, err := store.ReadAll(ctx, l.st, lastVacuumKey)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return Report{Version: -1}, false, fmt.Errorf("vacuum: read %s: %w", lastVacuumKey, err)
+	default:
+		if last, perr := time.Parse(time.RFC3339Nano, string(data)); perr == nil && now.Sub(last) < every && !last.After(now) {
+			return Report{Version: -1}, false, nil
+		}
+	}
+	// Recorded first: a vacuum that fails (or is killed) is not retried
+	// in a loop by every stream, only once the interval passed again.
+	stamp := now.UTC().Format(time.RFC3339Nano)
+	if err := l.st.Put(ctx, lastVacuumKey, strings.NewReader(stamp), int64(len(stamp))); err != nil {
+		return Report{Version: -1}, false, fmt.Errorf("vacuum: record %s: %w", lastVacuumKey, err)
+	}
+	rep, err = l.Vacuum(ctx, o)
+	return rep, true, err
 }
