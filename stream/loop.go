@@ -238,6 +238,7 @@ func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan [
 			if watch != nil {
 				watch.batchSent()
 			}
+			r.lastRows = len(recs)
 			last = r.cfg.Clock()
 		}
 		end, err := marshalPositions(r.sources)

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"tidemark"
@@ -20,13 +21,16 @@ const DefaultTrigger = 10 * time.Second
 // gatherPoll spaces the reads that gather lines into one batch: each read
 // costs a pass over every source, and a line waits at most this long
 // before the reader sees whether it closes a window.
-const gatherPoll = 50 * time.Millisecond
+const gatherPoll = 250 * time.Millisecond
 
 // gather reads more lines into recs, a batch already started, until the
 // batch is due (the trigger since the last batch passed), full
 // (MaxBatchRows), or holds a line that closes a window. It returns ctx's
 // error when ctx ends first.
 func (r *runner) gather(ctx context.Context, recs []tidemark.Record, due time.Time, w *closeWatch) ([]tidemark.Record, error) {
+	// Room for as many lines as the last batch had: grown read by read,
+	// a batch of 20,000 lines is copied a dozen times.
+	recs = slices.Grow(recs, max(0, min(r.lastRows, r.cfg.MaxBatchRows)-len(recs)))
 	seen := 0
 	for len(recs) < r.cfg.MaxBatchRows {
 		if w != nil {
@@ -36,15 +40,13 @@ func (r *runner) gather(ctx context.Context, recs []tidemark.Record, due time.Ti
 				break
 			}
 		}
-		read := r.cfg.Clock()
-		left := due.Sub(read)
+		left := due.Sub(r.cfg.Clock())
 		if left <= 0 {
 			break
 		}
-		wctx, cancel := context.WithTimeout(ctx, left)
-		r.wait(wctx) // new data, or the batch is due: look again either way
-		cancel()
-		if err := sleepCtx(ctx, min(gatherPoll-r.cfg.Clock().Sub(read), due.Sub(r.cfg.Clock()))); err != nil {
+		// A poll, not the sources' wake-ups: a busy file wakes the reader
+		// at every write, and each wake-up costs a pass over the sources.
+		if err := sleepCtx(ctx, min(gatherPoll, left)); err != nil {
 			return recs, err
 		}
 		var err error

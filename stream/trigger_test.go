@@ -76,7 +76,9 @@ func TestTriggerSendsWhenAWindowCloses(t *testing.T) {
 		mu.Unlock()
 	}
 	path := filepath.Join(dir, "events.ndjson")
-	line := func(at string) string { return fmt.Sprintf(`{"event_time":"2026-01-01T00:00:%sZ","page":"/a","value":1}`, at) }
+	line := func(at string) string {
+		return fmt.Sprintf(`{"event_time":"2026-01-01T00:00:%sZ","page":"/a","value":1}`, at)
+	}
 	appendLine(t, path, line("00.5"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
