@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,17 +58,28 @@ type Report struct {
 	DryRun       bool
 }
 
+// DefaultTargetFileBytes is the size compaction merges small files up to
+// (Delta's OPTIMIZE default).
+const DefaultTargetFileBytes = 128 << 20
+
 // Compact merges the files smaller than targetFileBytes within each
 // partition of table into files of about that size, in one dataChange=false
 // commit ("OPTIMIZE"). Rows and their partitions are unchanged. It conflicts
 // only with commits that remove the same files, and is then redone.
 func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes int64) (Report, error) {
+	if targetFileBytes <= 0 {
+		targetFileBytes = DefaultTargetFileBytes
+	}
+	return l.compact(ctx, tableName, targetFileBytes, map[string]string{"predicate": "[]"},
+		func(files []delta.Add) [][]delta.Add { return compactionGroups(files, targetFileBytes) })
+}
+
+// compact commits, in one dataChange=false OPTIMIZE commit, each group
+// that groups picks from the table's latest files merged into one file.
+func (l *Lake) compact(ctx context.Context, tableName string, targetFileBytes int64, params map[string]string, groups func([]delta.Add) [][]delta.Add) (Report, error) {
 	h, ok := l.tables[tableName]
 	if !ok {
 		return Report{}, fmt.Errorf("compact: no table %q (have %s)", tableName, strings.Join(tableNames, ", "))
-	}
-	if targetFileBytes <= 0 {
-		targetFileBytes = 128 << 20
 	}
 	var rep Report
 	v, err := l.update(ctx, h, func(snap *delta.Snapshot) (*delta.Transaction, []addFile, error) {
@@ -77,7 +90,7 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 		}
 		now := l.clock().UnixMilli()
 		var actions []delta.Action
-		for _, group := range compactionGroups(snap.Files, targetFileBytes) {
+		for _, group := range groups(snap.Files) {
 			f, rows, err := l.rewrite(ctx, h, group)
 			if err != nil {
 				return nil, written, err
@@ -99,10 +112,12 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 		if len(actions) == 0 {
 			return nil, nil, nil
 		}
+		op := map[string]string{"targetFileBytes": strconv.FormatInt(targetFileBytes, 10)}
+		maps.Copy(op, params)
 		return &delta.Transaction{
 			Actions:             actions,
 			Operation:           "OPTIMIZE",
-			OperationParameters: map[string]string{"predicate": "[]", "targetFileBytes": strconv.FormatInt(targetFileBytes, 10)},
+			OperationParameters: op,
 			OperationMetrics: map[string]string{
 				"numRemovedFiles": strconv.Itoa(rep.FilesRemoved), "numAddedFiles": strconv.Itoa(rep.FilesAdded),
 				"numRemovedBytes": strconv.FormatInt(rep.BytesRemoved, 10), "numAddedBytes": strconv.FormatInt(rep.BytesAdded, 10),
@@ -124,10 +139,20 @@ func (l *Lake) Compact(ctx context.Context, tableName string, targetFileBytes in
 // compactionGroups bins each partition's small files (in path order) into
 // groups of at most target bytes; only groups of two or more are returned.
 func compactionGroups(files []delta.Add, target int64) [][]delta.Add {
+	var out [][]delta.Add
+	for _, part := range byPartition(files, func(a delta.Add) bool { return a.Size < target }) {
+		out = binGroups(out, part, target)
+	}
+	return out
+}
+
+// byPartition groups the files keep accepts by partition, partitions in
+// key order and files in their order.
+func byPartition(files []delta.Add, keep func(delta.Add) bool) [][]delta.Add {
 	byPart := map[string][]delta.Add{}
 	var parts []string
 	for _, a := range files {
-		if a.Size >= target {
+		if !keep(a) {
 			continue
 		}
 		k := partKey(a.PartitionValues)
@@ -137,23 +162,30 @@ func compactionGroups(files []delta.Add, target int64) [][]delta.Add {
 		byPart[k] = append(byPart[k], a)
 	}
 	slices.Sort(parts)
-	var out [][]delta.Add
-	for _, p := range parts {
-		var cur []delta.Add
-		var size int64
-		for _, a := range byPart[p] {
-			if len(cur) > 0 && size+a.Size > target {
-				if len(cur) > 1 {
-					out = append(out, cur)
-				}
-				cur, size = nil, 0
+	out := make([][]delta.Add, len(parts))
+	for i, p := range parts {
+		out[i] = byPart[p]
+	}
+	return out
+}
+
+// binGroups appends to out the files (one partition) binned in order into
+// groups of at most target bytes, keeping only groups of two or more.
+func binGroups(out [][]delta.Add, files []delta.Add, target int64) [][]delta.Add {
+	var cur []delta.Add
+	var size int64
+	for _, a := range files {
+		if len(cur) > 0 && size+a.Size > target {
+			if len(cur) > 1 {
+				out = append(out, cur)
 			}
-			cur = append(cur, a)
-			size += a.Size
+			cur, size = nil, 0
 		}
-		if len(cur) > 1 {
-			out = append(out, cur)
-		}
+		cur = append(cur, a)
+		size += a.Size
+	}
+	if len(cur) > 1 {
+		out = append(out, cur)
 	}
 	return out
 }
@@ -367,4 +399,35 @@ func hidden(rel string) bool {
 		}
 	}
 	return false
+}
+
+// lastVacuumKey is where the lake records when a background vacuum
+// (VacuumIfDue) last ran, as RFC 3339 text: a hidden top-level path no
+// table lists.
+const lastVacuumKey = "_maintenance/last-vacuum"
+
+// VacuumIfDue runs Vacuum with o unless a VacuumIfDue of any process ran
+// less than every ago (the lake records when), so the streams of a lake
+// vacuum it about once per every between them, restarts or not. ran is
+// false when it was not due.
+func (l *Lake) VacuumIfDue(ctx context.Context, every time.Duration, o VacuumOptions) (rep Report, ran bool, err error) {
+	now := l.clock()
+	data, err := store.ReadAll(ctx, l.st, lastVacuumKey)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return Report{Version: -1}, false, fmt.Errorf("vacuum: read %s: %w", lastVacuumKey, err)
+	default:
+		if last, perr := time.Parse(time.RFC3339Nano, string(data)); perr == nil && now.Sub(last) < every && !last.After(now) {
+			return Report{Version: -1}, false, nil
+		}
+	}
+	// Recorded first: a vacuum that fails (or is killed) is not retried
+	// in a loop by every stream, only once the interval passed again.
+	stamp := now.UTC().Format(time.RFC3339Nano)
+	if err := l.st.Put(ctx, lastVacuumKey, strings.NewReader(stamp), int64(len(stamp))); err != nil {
+		return Report{Version: -1}, false, fmt.Errorf("vacuum: record %s: %w", lastVacuumKey, err)
+	}
+	rep, err = l.Vacuum(ctx, o)
+	return rep, true, err
 }

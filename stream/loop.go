@@ -12,6 +12,7 @@ import (
 
 	"tidemark"
 	"tidemark/ingest"
+	"tidemark/lake"
 )
 
 // openSources opens every --source at its checkpointed position.
@@ -116,7 +117,15 @@ const recordSlices = 2
 // that overlap (pipeline.go); the write-ahead entry of a batch is still
 // written only after the previous batch committed, and its start is
 // exactly the previous batch's end.
-func (r *runner) run(ctx context.Context) error {
+func (r *runner) run(ctx context.Context) (err error) {
+	r.maint = startMaintainer(ctx, r.cfg.Maintenance, r.cfg.Logger)
+	defer func() {
+		var final *lake.Lake
+		if r.cfg.Once && err == nil && ctx.Err() == nil {
+			final = r.lake // the input is done: one last pass
+		}
+		r.maint.stop(final)
+	}()
 	batches := make(chan readBatch, 1)
 	free := make(chan []tidemark.Record, recordSlices) // record slices handed back for reuse
 	for range recordSlices {
@@ -163,16 +172,19 @@ func (r *runner) run(ctx context.Context) error {
 }
 
 // readLoop reads micro-batches until the input is exhausted (--once) or ctx
-// is cancelled, which is a clean stop, not an error.
+// is cancelled, which is a clean stop, not an error. With a trigger (and
+// not --once), a batch that found lines goes on gathering them until the
+// trigger since the last batch passed, or until a line closes a window
+// (trigger.go).
 func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan []tidemark.Record) error {
-	var last time.Time
+	var last time.Time // when the last batch was sent
 	idle := 0
+	gathering := r.cfg.Trigger > 0 && !r.cfg.Once
+	var watch *closeWatch
+	if gathering {
+		watch = newCloseWatch(r.cfg)
+	}
 	for {
-		if r.cfg.Trigger > 0 && !last.IsZero() {
-			if sleepCtx(ctx, r.cfg.Trigger-r.cfg.Clock().Sub(last)) != nil {
-				return nil
-			}
-		}
 		var buf []tidemark.Record
 		select {
 		case buf = <-free:
@@ -215,7 +227,20 @@ func (r *runner) readLoop(ctx context.Context, out chan<- readBatch, free chan [
 			continue
 		}
 		idle = 0
-		last = readTime
+		if gathering {
+			recs, err = r.gather(ctx, recs, last.Add(r.cfg.Trigger), watch)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil // not sent: read again after a restart
+				}
+				return err
+			}
+			if watch != nil {
+				watch.batchSent()
+			}
+			r.lastRows = len(recs)
+			last = r.cfg.Clock()
+		}
 		end, err := marshalPositions(r.sources)
 		if err != nil {
 			return err

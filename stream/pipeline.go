@@ -169,6 +169,8 @@ func (r *runner) commitLoop(todo <-chan *inflight, free chan<- []tidemark.Record
 		if err == nil {
 			if err = r.commitBatch(ctx, f); err != nil {
 				close(failed)
+			} else {
+				r.maint.kick(r.lake)
 			}
 		} else {
 			r.abandon(f)

@@ -113,6 +113,8 @@ type runner struct {
 	readTime atomic.Int64
 	buf      []tidemark.Record
 	track    *tracker // what OnProgress needs across batches
+	maint    *maintainer
+	lastRows int // lines in the last batch gathered (trigger.go), read loop only
 	stall    *stallWatch
 	disorder disorderMeter // the engine stage's
 	// keyTypes are a new lake's key types, inferred from its first batch

@@ -35,14 +35,19 @@ type RunnerConfig struct {
 	// it: a checkpoint moved on purpose, or a stream replaced for good.
 	TakeName bool
 
-	Checkpoint   string        // default <Lake>/_checkpoints/<Name>
-	MaxBatchRows int           // input lines per micro-batch; 0 means DefaultMaxBatchRows, negative is an error
-	Trigger      time.Duration // minimum interval between batches
-	Once         bool          // process what is available now, then return
-	Drain        bool          // with Once: then close every open window
-	Poll         bool          // local sources: rescans only, no fsnotify
-	Rescan       time.Duration // rescan / S3 poll interval; default 10s
-	MetricsAddr  string        // serve the status page and Prometheus metrics here; "" = off
+	Checkpoint   string // default <Lake>/_checkpoints/<Name>
+	MaxBatchRows int    // input lines per micro-batch; 0 means DefaultMaxBatchRows, negative is an error
+	// Trigger is the longest a following stream gathers lines into one
+	// batch: at most one batch per Trigger, but one at once when a line
+	// closes a window (trigger.go). 0 (the zero value; the CLI's default
+	// is DefaultTrigger) sends a batch as soon as data arrives. Ignored
+	// with Once.
+	Trigger     time.Duration
+	Once        bool          // process what is available now, then return
+	Drain       bool          // with Once: then close every open window
+	Poll        bool          // local sources: rescans only, no fsnotify
+	Rescan      time.Duration // rescan / S3 poll interval; default 10s
+	MetricsAddr string        // serve the status page and Prometheus metrics here; "" = off
 	// MetricsFallback serves on a free port of MetricsAddr's host when
 	// MetricsAddr is in use (the CLI's default address) instead of failing.
 	MetricsFallback bool
@@ -58,6 +63,10 @@ type RunnerConfig struct {
 	// ShardIdle is lake.Config.ShardIdle: when another stream of the lake
 	// stops holding merged windows back (0: lake.DefaultShardIdle).
 	ShardIdle time.Duration
+
+	// Maintenance is what the stream does in the background for its
+	// lake's health: auto compaction and a daily vacuum (maintain.go).
+	Maintenance Maintenance
 
 	// SessionGap, when not 0, runs session windows with this gap instead
 	// of Engine.Window, which must then be zero (session_runner.go).
@@ -112,6 +121,12 @@ func (c RunnerConfig) Validate() error {
 		return configErr("{Engine.IdleTimeout} must not be negative, got %s", c.Engine.IdleTimeout)
 	case c.MaxBatchRows < 0:
 		return configErr("{MaxBatchRows} must be at least 1, got %d", c.MaxBatchRows)
+	case c.Trigger < 0:
+		return configErr("{Trigger} must not be negative, got %s", c.Trigger)
+	case c.Maintenance.AutoCompact.MinFiles < 0 || c.Maintenance.AutoCompact.MinFiles == 1:
+		return configErr("{Maintenance.AutoCompact.MinFiles} must be at least 2, got %d", c.Maintenance.AutoCompact.MinFiles)
+	case c.Maintenance.AutoCompact.TargetFileBytes < 0:
+		return configErr("{Maintenance.AutoCompact.TargetFileBytes} must not be negative, got %d", c.Maintenance.AutoCompact.TargetFileBytes)
 	case c.Drain && !c.Once:
 		return configErr("{Drain} needs {Once}: a continuous stream never drains")
 	}

@@ -32,6 +32,13 @@ var leakOptions = []goleak.Option{
 // any goroutine of the in-process tests outlives them.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The tests wait for what a stream commits, batch by batch: they run
+	// it (the binary and in-process) with --trigger 0 unless they give
+	// --trigger themselves. The default trigger's gathering is tested by
+	// TestSoakFollowingStream and, in stream, TestTriggerSendsWhenAWindowCloses.
+	if _, ok := os.LookupEnv("TIDEMARK_TRIGGER"); !ok {
+		os.Setenv("TIDEMARK_TRIGGER", "0")
+	}
 	if testing.Short() {
 		// The fast tier builds no binary: the tests that exec it are the
 		// full tier's (go test without -short, scripts/test.sh).

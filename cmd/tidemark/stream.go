@@ -47,7 +47,11 @@ func streamCommand() *cli.Command {
 			&cli.DurationFlag{Name: "max-future", Value: time.Hour, Usage: "quarantine events more than this far ahead of their arrival (a positive duration; 0 and negative values are refused)", EnvVars: env("max-future")},
 			&cli.IntFlag{Name: "max-line-bytes", Value: 1 << 20, Usage: "quarantine longer lines as line_too_long", EnvVars: env("max-line-bytes")},
 			&cli.IntFlag{Name: "max-batch-rows", Value: stream.DefaultMaxBatchRows, Usage: "at most this many input lines per micro-batch (1: per-event processing)", EnvVars: env("max-batch-rows"), Action: atLeastOne("max-batch-rows")},
-			&cli.DurationFlag{Name: "trigger", Usage: "minimum interval between micro-batches (0: as soon as data arrives)", EnvVars: env("trigger")},
+			&cli.DurationFlag{Name: "trigger", Value: stream.DefaultTrigger, Usage: "a following stream gathers lines for up to this long into one micro-batch, and commits at once when a line closes a window (0: a batch as soon as data arrives, the lowest latency at one commit per handful of lines; see docs/lake-health.md)", EnvVars: env("trigger")},
+			&cli.BoolFlag{Name: "auto-compact", Value: true, Usage: "on by default: merge the small files of each partition in the background (a dataChange=false commit; readers see the same rows); --auto-compact=false keeps every batch's files", EnvVars: env("auto-compact")},
+			&cli.IntFlag{Name: "auto-compact-min-files", Value: lake.DefaultAutoCompactMinFiles, Usage: "merge a partition's small files of one size tier once it has this many (at least 2)", EnvVars: env("auto-compact-min-files"), Action: atLeast("auto-compact-min-files", 2)},
+			&cli.Int64Flag{Name: "auto-compact-target-bytes", Value: lake.DefaultTargetFileBytes, Usage: "merged files grow up to about this size; files of half of it are left alone", EnvVars: env("auto-compact-target-bytes")},
+			&cli.BoolFlag{Name: "auto-vacuum", Value: true, Usage: "on by default: vacuum the lake once a day (between all its streams) with the safe 168h retention; --auto-vacuum=false leaves it to tidemark vacuum", EnvVars: env("auto-vacuum")},
 			&cli.BoolFlag{Name: "once", Usage: "process everything available now, then exit (open windows stay in the checkpoint)", EnvVars: env("once")},
 			&cli.BoolFlag{Name: "drain", Usage: "with --once: then close every open window (a backfill)", EnvVars: env("drain")},
 			&cli.BoolFlag{Name: "print", Usage: "print each emitted window as a JSON line on stdout", EnvVars: env("print")},
@@ -135,6 +139,11 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 	cfg.TakeName = c.Bool("take-name")
 	cfg.MaxBatchRows = c.Int("max-batch-rows")
 	cfg.Trigger = c.Duration("trigger")
+	cfg.Maintenance = stream.Maintenance{
+		NoAutoCompact: !c.Bool("auto-compact"),
+		AutoCompact:   lake.AutoCompactOptions{MinFiles: c.Int("auto-compact-min-files"), TargetFileBytes: c.Int64("auto-compact-target-bytes")},
+		NoVacuum:      !c.Bool("auto-vacuum"),
+	}
 	cfg.Once = c.Bool("once")
 	cfg.Drain = c.Bool("drain")
 	cfg.Poll = c.Bool("poll")
@@ -185,10 +194,13 @@ func sourceLateness(values []string) (map[string]time.Duration, error) {
 
 // atLeastOne is the Action of an int flag that must be at least 1 where the
 // Config's zero value means a default: a given 0 is refused here.
-func atLeastOne(name string) func(*cli.Context, int) error {
+func atLeastOne(name string) func(*cli.Context, int) error { return atLeast(name, 1) }
+
+// atLeast refuses an int flag below lo.
+func atLeast(name string, lo int) func(*cli.Context, int) error {
 	return func(_ *cli.Context, v int) error {
-		if v < 1 {
-			return fmt.Errorf("--%s must be at least 1, got %d", name, v)
+		if v < lo {
+			return fmt.Errorf("--%s must be at least %d, got %d", name, lo, v)
 		}
 		return nil
 	}

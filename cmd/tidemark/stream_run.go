@@ -104,11 +104,15 @@ var streamFlags = map[string]string{
 	"Engine.SourceLateness": "--source-lateness",
 	"Engine.OutputMode":     "--output-mode",
 	"MaxBatchRows":          "--max-batch-rows",
-	"Drain":                 "--drain",
-	"Once":                  "--once",
-	"SessionGap":            "--session-gap",
-	"State.Store":           "--state-store",
-	"State.Dir":             "--state-dir",
+	"Trigger":               "--trigger",
+
+	"Maintenance.AutoCompact.MinFiles":        "--auto-compact-min-files",
+	"Maintenance.AutoCompact.TargetFileBytes": "--auto-compact-target-bytes",
+	"Drain":       "--drain",
+	"Once":        "--once",
+	"SessionGap":  "--session-gap",
+	"State.Store": "--state-store",
+	"State.Dir":   "--state-dir",
 }
 
 // flagError rephrases a tidemark.ConfigError with the flags' names
