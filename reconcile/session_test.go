@@ -25,7 +25,7 @@ func sessionLake(t testing.TB, gap time.Duration) *testLake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk, err := lake.Open(context.Background(), st, lake.Config{Keys: []string{"k"}, ValueField: "v", SessionGap: gap.Microseconds()})
+	lk, err := lake.Open(context.Background(), st, lake.Config{Keys: []string{"k"}, ValueField: "v", SessionGap: gap})
 	if err != nil {
 		t.Fatal(err)
 	}
