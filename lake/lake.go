@@ -89,11 +89,11 @@ type Config struct {
 	KeyTypes   []KeyType
 	ValueField string
 	Window     tidemark.WindowSpec
-	// SessionGap, µs, when not 0, makes the lake hold session windows
+	// SessionGap, when not 0, makes the lake hold session windows
 	// with this gap: Open sets Window to {SessionGap, SessionGap}, and a
 	// lake remembers it beside the window, so a session run on a window
 	// lake, a window run on a session lake or another gap is refused.
-	SessionGap int64
+	SessionGap time.Duration
 	Logger     *slog.Logger     // nil discards
 	Clock      func() time.Time // nil means time.Now
 	// WriterGrace: vacuum keeps every file no version references that is
@@ -122,7 +122,7 @@ type Config struct {
 
 // Gap returns the session gap of a session lake (SessionGap), 0 on a
 // window lake.
-func (c Config) Gap() time.Duration { return time.Duration(c.SessionGap) * time.Microsecond }
+func (c Config) Gap() time.Duration { return c.SessionGap }
 
 // Column returns the name the lake stores one of tidemark's own columns
 // under (window_results' count, raw_events' status, ...), given its
@@ -176,7 +176,7 @@ func (c Config) configuration() map[string]string {
 		confCodec:     string(c.PayloadCodec),
 	}
 	if c.SessionGap > 0 {
-		m[confSessionGap] = strconv.FormatInt(c.SessionGap, 10)
+		m[confSessionGap] = strconv.FormatInt(c.SessionGap.Microseconds(), 10)
 	}
 	if c.typed() {
 		types := make([]KeyType, len(c.Keys))
@@ -249,10 +249,11 @@ func configFrom(m map[string]string) (Config, error) {
 		}
 	}
 	if g, ok := m[confSessionGap]; ok {
-		var err error
-		if c.SessionGap, err = strconv.ParseInt(g, 10, 64); err != nil || c.SessionGap <= 0 {
+		us, err := strconv.ParseInt(g, 10, 64)
+		if err != nil || us <= 0 {
 			return c, fmt.Errorf("table configuration %s=%q: not a session gap", confSessionGap, g)
 		}
+		c.SessionGap = time.Duration(us) * time.Microsecond
 	}
 	return c, nil
 }
@@ -300,7 +301,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 		cfg.WriterGrace = DefaultWriterGrace
 	}
 	if cfg.SessionGap > 0 {
-		cfg.Window = tidemark.WindowSpec{Size: cfg.SessionGap}
+		cfg.Window = tidemark.WindowSpec{Size: cfg.SessionGap.Microseconds()}
 	}
 	// Key specs in their canonical form, so request.path and
 	// path=request.path are one setup.

@@ -18,7 +18,7 @@ import (
 func TestOpenRemembersSessionGap(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: t0}
-	gap := (5 * time.Minute).Microseconds()
+	gap := 5 * time.Minute
 	sessions := func() Config {
 		c := testConfig(clock)
 		c.Window, c.SessionGap = tidemark.WindowSpec{}, gap
@@ -32,7 +32,7 @@ func TestOpenRemembersSessionGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := l.Config(); c.SessionGap != gap || c.Window != (tidemark.WindowSpec{Size: gap, Slide: gap}) {
+	if c := l.Config(); c.SessionGap != gap || c.Window != (tidemark.WindowSpec{Size: gap.Microseconds(), Slide: gap.Microseconds()}) {
 		t.Fatalf("session lake opened with %+v", c)
 	}
 	for _, name := range tableNames {
@@ -72,7 +72,7 @@ func TestOpenRemembersSessionGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	same := sessions()
-	same.SessionGap = (10 * time.Minute).Microseconds()
+	same.SessionGap = 10 * time.Minute
 	if _, err := Open(ctx, wst, same); !errors.Is(err, ErrConfigMismatch) {
 		t.Errorf("session setup on a window lake: got %v, want a mismatch", err)
 	}

@@ -23,9 +23,9 @@ func oldSessionLake(t *testing.T) (*Lake, store.Store) {
 		t.Fatal(err)
 	}
 	clock := &fakeClock{now: t0}
-	cfg := Config{Keys: []string{"user"}, ValueField: "v", SessionGap: (5 * time.Minute).Microseconds(), Clock: clock.Now}
+	cfg := Config{Keys: []string{"user"}, ValueField: "v", SessionGap: 5 * time.Minute, Clock: clock.Now}
 	old := &Lake{st: st, cfg: cfg, clock: clock.Now, tables: map[string]*handle{}}
-	old.cfg.Window = tidemark.WindowSpec{Size: cfg.SessionGap, Slide: cfg.SessionGap}
+	old.cfg.Window = tidemark.WindowSpec{Size: cfg.SessionGap.Microseconds(), Slide: cfg.SessionGap.Microseconds()}
 	h := &handle{def: reconcileLogTable(cfg.Keys, nil, false), dt: delta.Open(st, TableReconcileLog, delta.Options{Clock: clock.Now})}
 	if err := old.create(ctx, h); err != nil {
 		t.Fatal(err)

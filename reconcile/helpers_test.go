@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -26,9 +27,32 @@ type testLake struct {
 	lk *lake.Lake
 }
 
+// lakeDir is a new directory for a test's lake, removed when the test
+// ends: under /dev/shm (tmpfs) where there is one, else t.TempDir(). The
+// directory store's fsyncs, which no test here can observe (they matter
+// only when the machine loses power; failed writes are injected by
+// wrapping stores), took most of the property tests' wall time on a
+// disk: TestContractPre1970 took 25.0 s there (3.9 s user, 3.6 s sys),
+// 9.5 s on tmpfs. The same code runs on either: tmpfs answers fsync at
+// once.
+func lakeDir(t testing.TB) string {
+	t.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "tidemark-reconcile-test-"); err == nil {
+			t.Cleanup(func() {
+				if err := os.RemoveAll(d); err != nil {
+					t.Errorf("remove the test lake: %v", err)
+				}
+			})
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
 func newTestLake(t testing.TB, spec tidemark.WindowSpec) *testLake {
 	t.Helper()
-	st, err := store.OpenDir(t.TempDir())
+	st, err := store.OpenDir(lakeDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,11 @@ import (
 // sessionLake is a session lake (keys k, value v) on a real directory.
 func sessionLake(t testing.TB, gap time.Duration) *testLake {
 	t.Helper()
-	st, err := store.OpenDir(t.TempDir())
+	st, err := store.OpenDir(lakeDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk, err := lake.Open(context.Background(), st, lake.Config{Keys: []string{"k"}, ValueField: "v", SessionGap: gap.Microseconds()})
+	lk, err := lake.Open(context.Background(), st, lake.Config{Keys: []string{"k"}, ValueField: "v", SessionGap: gap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,7 @@ func TestShardsProperty(t *testing.T) {
 		for _, concurrent := range []bool{false, true} {
 			t.Run(fmt.Sprintf("seed%d/concurrent=%v", seed, concurrent), func(t *testing.T) {
 				t.Parallel()
-				st, err := store.OpenDir(t.TempDir())
+				st, err := store.OpenDir(lakeDir(t))
 				if err != nil {
 					t.Fatal(err)
 				}

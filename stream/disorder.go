@@ -266,6 +266,9 @@ func (lv *sourceLevel) observe(r *tidemark.Record, i int) {
 }
 
 // levelHeap is a min-heap of files by max, each knowing its index.
+// Hand-written: container/heap (its interface calls) cost 12-20% more
+// CPU in BenchmarkDisorderMeasure (user time, 8 files: 1.60-1.64 s
+// against 1.33-1.43 s for 3000 batches, 4 alternating runs).
 type levelHeap []*fileLevel
 
 func (h *levelHeap) push(f *fileLevel) {

@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"tidemark"
@@ -149,8 +146,14 @@ type Holder struct {
 func lockHolder(ctx context.Context, st store.Store) Holder {
 	if _, ok := st.(store.Locker); ok {
 		// The lease's own test (store.AcquireLease): a store that locks a
-		// local file locks localKey under its root, which it names.
-		return flockHolder(filepath.Join(st.String(), localKey), "/proc/locks")
+		// local file holds the lock there, not in a lease object; only it
+		// can tell who holds it.
+		li, ok := st.(store.LockInspector)
+		if !ok {
+			return Holder{}
+		}
+		h := li.LockHolder(localKey)
+		return Holder{Known: h.Known, Held: h.Held, PID: h.PID}
 	}
 	data, err := store.ReadAll(ctx, st, leaseKey)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -165,44 +168,6 @@ func lockHolder(ctx context.Context, st store.Store) Holder {
 		exp = time.UnixMilli(l.LegacyExpires).UTC()
 	}
 	return Holder{Known: true, Held: time.Now().Before(exp), PID: l.PID, Host: l.Host, Expires: &exp}
-}
-
-// procLock is one line of /proc/locks:
-//
-//	1: FLOCK  ADVISORY  WRITE 24410 fe:00:9988077 0 EOF
-//
-// (a waiter's line has "->" after the number; it holds nothing).
-type procLock struct {
-	flock        bool
-	pid          int
-	major, minor uint32
-	inode        uint64
-}
-
-func parseProcLock(line string) (procLock, bool) {
-	f := strings.Fields(line)
-	if len(f) < 6 || f[1] == "->" {
-		return procLock{}, false
-	}
-	var l procLock
-	l.flock = f[1] == "FLOCK"
-	pid, err := strconv.Atoi(f[4])
-	if err != nil {
-		return procLock{}, false
-	}
-	l.pid = pid
-	id := strings.Split(f[5], ":")
-	if len(id) != 3 {
-		return procLock{}, false
-	}
-	major, err1 := strconv.ParseUint(id[0], 16, 32)
-	minor, err2 := strconv.ParseUint(id[1], 16, 32)
-	ino, err3 := strconv.ParseUint(id[2], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return procLock{}, false
-	}
-	l.major, l.minor, l.inode = uint32(major), uint32(minor), ino
-	return l, true
 }
 
 // checkpointSnapshot is what Inspect needs from the checkpoint, read by

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"tidemark"
 	"tidemark/lake/store"
 	"tidemark/stream/engine"
@@ -140,64 +138,4 @@ func FuzzInspect(f *testing.F) {
 			t.Errorf("id %q", s.StreamID)
 		}
 	})
-}
-
-func TestParseProcLock(t *testing.T) {
-	for _, c := range []struct {
-		line string
-		want procLock
-		ok   bool
-	}{
-		{"1: FLOCK  ADVISORY  WRITE 24410 fe:00:9988077 0 EOF\n", procLock{flock: true, pid: 24410, major: 0xfe, minor: 0, inode: 9988077}, true},
-		{"2: POSIX  ADVISORY  WRITE 7 08:11:12 0 EOF", procLock{pid: 7, major: 8, minor: 0x11, inode: 12}, true},
-		{"3: -> FLOCK  ADVISORY  WRITE 99 fe:00:9988077 0 EOF", procLock{}, false}, // a waiter
-		{"4: FLOCK ADVISORY WRITE x fe:00:1 0 EOF", procLock{}, false},
-		{"5: FLOCK ADVISORY WRITE 1 fe:00 0 EOF", procLock{}, false},
-		{"", procLock{}, false},
-	} {
-		got, ok := parseProcLock(c.line)
-		if ok != c.ok || got != c.want {
-			t.Errorf("%q: got %+v %v, want %+v %v", c.line, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func FuzzParseProcLock(f *testing.F) {
-	f.Add("1: FLOCK  ADVISORY  WRITE 24410 fe:00:9988077 0 EOF")
-	f.Add("3: -> FLOCK  ADVISORY  WRITE 99 fe:00:9988077 0 EOF")
-	f.Fuzz(func(t *testing.T, line string) {
-		l, ok := parseProcLock(line)
-		if !ok && l != (procLock{}) {
-			t.Errorf("%q: not ok but %+v", line, l)
-		}
-	})
-}
-
-// flockHolder sees a flock(2) taken by this process, and none once it is
-// dropped; without /proc/locks it cannot tell.
-func TestFlockHolder(t *testing.T) {
-	if _, err := os.Stat("/proc/locks"); err != nil {
-		t.Skip("no /proc/locks")
-	}
-	path := filepath.Join(t.TempDir(), "lock")
-	if h := flockHolder(path, "/proc/locks"); !h.Known || h.Held {
-		t.Errorf("no lock file: %+v", h)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	if h := flockHolder(path, "/proc/locks"); !h.Held || h.PID != os.Getpid() {
-		t.Errorf("locked: %+v, want held by %d", h, os.Getpid())
-	}
-	f.Close()
-	if h := flockHolder(path, "/proc/locks"); !h.Known || h.Held {
-		t.Errorf("released: %+v", h)
-	}
-	if h := flockHolder(path, filepath.Join(t.TempDir(), "none")); h.Known {
-		t.Errorf("without /proc/locks: %+v, want unknown", h)
-	}
 }

@@ -158,7 +158,7 @@ func (r *runner) openLake(ctx context.Context, st store.Store) {
 		KeyTypes:   r.keyTypes,
 		ValueField: r.cfg.Decoder.ValueField,
 		Window:     r.cfg.Engine.Window,
-		SessionGap: r.cfg.SessionGap.Microseconds(),
+		SessionGap: r.cfg.SessionGap,
 		Logger:     r.cfg.Logger,
 		Clock:      r.cfg.Clock,
 

@@ -148,8 +148,8 @@ func windowRows(t *testing.T, lakeDir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lk.Config().SessionGap != (45 * time.Second).Microseconds() {
-		t.Fatalf("the lake records session gap %d µs", lk.Config().SessionGap)
+	if lk.Config().SessionGap != 45*time.Second {
+		t.Fatalf("the lake records session gap %s", lk.Config().SessionGap)
 	}
 	rows, err := lk.Windows(ctx, -1<<62, 1<<62, -1)
 	if err != nil {

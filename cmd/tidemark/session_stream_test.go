@@ -200,8 +200,8 @@ func walkthroughInput(t *testing.T, dir string) string {
 func sessionRows(t *testing.T, loc string) string {
 	t.Helper()
 	lk := openTestLake(t, loc)
-	if g := lk.Config().SessionGap; g != (5 * time.Minute).Microseconds() {
-		t.Fatalf("lake %s records session gap %d µs", loc, g)
+	if g := lk.Config().SessionGap; g != 5*time.Minute {
+		t.Fatalf("lake %s records session gap %s", loc, g)
 	}
 	rows, err := lk.Windows(context.Background(), -1<<62, 1<<62, -1)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"tidemark/ingest"
+	"tidemark"
 )
 
 // Usage errors are one line: what was wrong, what was probably meant, and
@@ -169,7 +169,7 @@ func suggest(names []string, name string, synonyms map[string]string) string {
 	}
 	best, bestD := "", 1<<30
 	for _, n := range names {
-		if d := ingest.EditDistance(n, name); d < bestD {
+		if d := tidemark.EditDistance(n, name); d < bestD {
 			best, bestD = n, d
 		}
 	}
