@@ -237,6 +237,9 @@ func (s *sorter) seal(b *block) {
 	if len(b.runs) <= maxRuns {
 		return
 	}
+	if s.scratch == nil {
+		s.scratch = make([]row, 0, s.blockRows)
+	}
 	s.scratch = s.scratch[:0]
 	for _, rn := range s.blockRuns(b) {
 		for r := rn.next(); r != nil; r = rn.next() {
