@@ -381,7 +381,7 @@ func (s *rawScanner) fill(n int) {
 		if all {
 			return c.ints[:n]
 		}
-		dst = dst[:0]
+		dst = slices.Grow(dst[:0], len(s.sel))
 		for _, i := range s.sel {
 			dst = append(dst, c.ints[i])
 		}
@@ -412,7 +412,7 @@ func (s *rawScanner) fill(n int) {
 			return nil
 		}
 		c := &s.data[s.idx[name]]
-		dst = dst[:0]
+		dst = slices.Grow(dst[:0], len(s.sel)) // once, not doubling into fresh memory
 		if c.dictOK {
 			byCode := s.strScratch[:0]
 			for _, v := range c.dict {
@@ -466,7 +466,7 @@ func (s *rawScanner) selectRows(n int) {
 			s.boolScratch = stOK
 		}
 	}
-	s.sel = s.sel[:0]
+	s.sel = slices.Grow(s.sel[:0], n)
 	for i := range n {
 		t := et.ints[i]
 		if t < s.from || t >= s.to {
@@ -576,7 +576,7 @@ func (s *rawScanner) internKey() tidemark.Key {
 // through its dictionary, each distinct key is built once per chunk.
 func (s *rawScanner) fillKeys() {
 	b := &s.batch
-	b.Key = b.Key[:0]
+	b.Key = slices.Grow(b.Key[:0], len(s.sel))
 	if len(s.keyCol) == 1 && s.data[s.keyCol[0]].dictOK {
 		c := &s.data[s.keyCol[0]]
 		byCode := s.keyScratch[:0]

@@ -34,7 +34,6 @@ type windowOf struct {
 	start int64
 }
 
-
 func newKeyWindows(size int64, max int) *keyWindows {
 	return &keyWindows{size: size, max: max, seed: maphash.MakeSeed(),
 		pairs: map[uint64]struct{}{}, windows: map[uint64]struct{}{}, perGroup: map[int]*[2]int64{}}
