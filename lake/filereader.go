@@ -44,6 +44,10 @@ type colData struct {
 	dictArena []byte
 	offs      []int   // arena [start, end) per plain byte value, in row order
 	src       []int32 // scratch of chunkReader.src, kept for its capacity
+	// codesOnly (set by the reader's owner, kept by reset): a reader of
+	// this string column reads dict and codes when dictOK, so the per-row
+	// views (bytes, 24 bytes a row) are cut only when it is not.
+	codesOnly bool
 }
 
 // reserve makes room for n rows, so decoding appends without regrowing.
@@ -57,7 +61,9 @@ func (c *colData) reserve(k kind, n int) {
 	case kindBool:
 		c.bools = slices.Grow(c.bools, n)
 	default:
-		c.bytes = slices.Grow(c.bytes, n)
+		if !c.codesOnly {
+			c.bytes = slices.Grow(c.bytes, n)
+		}
 		c.src = slices.Grow(c.src[:0], n)
 	}
 }
@@ -261,6 +267,9 @@ func rowsIn(d *colData, k kind) int {
 	case kindBool:
 		return len(d.bools)
 	default:
+		if d.codesOnly && d.dictOK {
+			return len(d.codes)
+		}
 		return len(d.bytes)
 	}
 }
@@ -575,10 +584,19 @@ func (cr *chunkReader) values(page parquet.Page) error {
 	}
 }
 
-// cutViews makes the byte views, now that the arena no longer moves, and
-// the dictionary codes when every row came from the one dictionary.
+// cutViews makes the dictionary codes when every row came from the one
+// dictionary, and the byte views, now that the arena no longer moves,
+// unless codes are all the column's reader asks for (codesOnly).
 func (cr *chunkReader) cutViews() {
 	d := cr.d
+	if d.dictOK && cr.dict != nil {
+		d.codes = append(d.codes[:0], cr.src...) // -1 marks null
+		if d.codesOnly {
+			return
+		}
+	} else {
+		d.dictOK = false
+	}
 	j := 0
 	for _, src := range cr.src {
 		switch {
@@ -591,10 +609,5 @@ func (cr *chunkReader) cutViews() {
 			d.bytes = append(d.bytes, d.arena[lo:hi:hi])
 			j += 2
 		}
-	}
-	if d.dictOK && cr.dict != nil {
-		d.codes = append(d.codes[:0], cr.src...) // -1 marks null
-	} else {
-		d.dictOK = false
 	}
 }

@@ -169,7 +169,7 @@ const scanDepth = 2
 func (s *rawScanner) run(ctx context.Context, keys []string, version int64, fn func(RawBatch) error) error {
 	free := make(chan *scanBufs, scanDepth+1)
 	for range scanDepth + 1 {
-		free <- &scanBufs{data: make([]colData, len(s.cols))}
+		free <- &scanBufs{data: s.newColData()}
 	}
 	out := make(chan *scanBufs, scanDepth)
 	done := make(chan struct{})
@@ -281,6 +281,22 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 		}
 	}
 	return s, nil
+}
+
+// newColData returns the decoding buffers of a row group. fill reads the
+// string columns through their dictionary codes when they have one (the
+// key column so when it is the only one), so those skip the per-row views.
+func (s *rawScanner) newColData() []colData {
+	data := make([]colData, len(s.cols))
+	for _, name := range []string{ColSource, ColFile, ColFileID, ColStatus} {
+		if i, ok := s.idx[name]; ok {
+			data[i].codesOnly = true
+		}
+	}
+	if len(s.keyCol) == 1 {
+		data[s.keyCol[0]].codesOnly = true
+	}
+	return data
 }
 
 // wantFile prunes by partition (event hour) and by event_time stats.
