@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -51,21 +50,33 @@ type colData struct {
 }
 
 // reserve makes room for n rows, so decoding appends without regrowing.
+// The buffers are empty (reset) and reused from row group to row group.
 func (c *colData) reserve(k kind, n int) {
-	c.null = slices.Grow(c.null, n)
+	c.null = room(c.null, n)
 	switch k {
 	case kindTimestamp, kindLong:
-		c.ints = slices.Grow(c.ints, n)
+		c.ints = room(c.ints, n)
 	case kindDouble:
-		c.floats = slices.Grow(c.floats, n)
+		c.floats = room(c.floats, n)
 	case kindBool:
-		c.bools = slices.Grow(c.bools, n)
+		c.bools = room(c.bools, n)
 	default:
 		if !c.codesOnly {
-			c.bytes = slices.Grow(c.bytes, n)
+			c.bytes = room(c.bytes, n)
 		}
-		c.src = slices.Grow(c.src[:0], n)
+		c.src = room(c.src[:0], n)
 	}
+}
+
+// room returns the empty s, or a new slice with room for n and an eighth
+// more when s has less: row groups of a table differ a little in size,
+// and a buffer sized exactly was made anew (zeroed, fresh pages) for
+// each larger one, 0.03 of lateness's 0.5 CPU-s over a 1M-row lake.
+func room[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s
+	}
+	return make([]T, 0, n+n/8)
 }
 
 func (c *colData) reset() {
