@@ -28,14 +28,15 @@ const rowBytes = 4*8 + 3*4
 // Rows are packed into blocks of at most blockRows rows, each row as
 // varint deltas from the row before it (arrival; event time from arrival;
 // offset; source, file, batch and group only where they change): about 10
-// bytes a row where a 48-byte struct was, in memory written once and
-// reused. The scan gives rows nearly in arrival order (a lake file is one
-// micro-batch, its rows in read order: 35 rows out of order in a 1M-row
-// lake), so a block is cut into the sorted runs it holds rather than
-// sorted; a block of more than maxRuns runs is sorted whole instead. At
-// most chunkRows rows are held: then the runs are merged into a temporary
-// file (44 bytes a row) and the blocks reused. The end merges the spilled
-// runs and those still in memory. Memory is chunkRows packed rows plus a
+// bytes a row (at most 56) where a 48-byte struct was, in memory written
+// once and reused. The scan gives rows nearly in arrival order (a lake
+// file is one micro-batch, its rows in read order: 35 descents in
+// bench.sh's 1M-row lake), so a block is cut into the sorted runs it holds
+// rather than sorted; a block of more than maxRuns runs is sorted whole
+// instead. At most chunkRows rows are held: then the runs are merged into
+// a temporary file (44 bytes a row) and the blocks reused. The end merges
+// the spilled runs and those still in memory. Memory is chunkRows packed
+// rows, a block of row structs (3 MiB) once a block is sorted whole, and a
 // 32 KiB read buffer per spilled file.
 //
 // Before, rows were 48-byte structs in 64k-row blocks, each sorted: over a

@@ -19,8 +19,9 @@ const DefaultStateRowBytes = 100
 //
 // Each window has a set of its keys' hashes (maphash, seeded): rows come
 // nearly in event-time order, so most rows find their window's small set
-// in the cache. One set of every pair's hash, 360k of them over bench.sh's
-// 1M-row lake, cost a cache miss a row: 0.08 of the report's 0.5 CPU-s.
+// in the cache. One set of every pair's hash (bench.sh's 1M-row lake has
+// 1,000 keys in each window) cost about a cache miss a row: in the CPU
+// profile, keyWindows.add went from 0.07 to 0.03 s a report.
 type keyWindows struct {
 	size     int64 // window length, µs
 	max      int
