@@ -169,7 +169,7 @@ const scanDepth = 2
 func (s *rawScanner) run(ctx context.Context, keys []string, version int64, fn func(RawBatch) error) error {
 	free := make(chan *scanBufs, scanDepth+1)
 	for range scanDepth + 1 {
-		free <- &scanBufs{data: make([]colData, len(s.cols))}
+		free <- &scanBufs{data: s.newColData()}
 	}
 	out := make(chan *scanBufs, scanDepth)
 	done := make(chan struct{})
@@ -283,6 +283,22 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 	return s, nil
 }
 
+// newColData returns the decoding buffers of a row group. fill reads the
+// string columns through their dictionary codes when they have one (the
+// key column so when it is the only one), so those skip the per-row views.
+func (s *rawScanner) newColData() []colData {
+	data := make([]colData, len(s.cols))
+	for _, name := range []string{ColSource, ColFile, ColFileID, ColStatus} {
+		if i, ok := s.idx[name]; ok {
+			data[i].codesOnly = true
+		}
+	}
+	if len(s.keyCol) == 1 {
+		data[s.keyCol[0]].codesOnly = true
+	}
+	return data
+}
+
 // wantFile prunes by partition (event hour) and by event_time stats.
 func (s *rawScanner) wantFile(a *delta.Add) bool {
 	if d, hr := a.PartitionValues[s.l.phys("event_date")], a.PartitionValues[s.l.phys("event_hour")]; d != nil && hr != nil {
@@ -381,7 +397,7 @@ func (s *rawScanner) fill(n int) {
 		if all {
 			return c.ints[:n]
 		}
-		dst = dst[:0]
+		dst = slices.Grow(dst[:0], len(s.sel))
 		for _, i := range s.sel {
 			dst = append(dst, c.ints[i])
 		}
@@ -412,7 +428,7 @@ func (s *rawScanner) fill(n int) {
 			return nil
 		}
 		c := &s.data[s.idx[name]]
-		dst = dst[:0]
+		dst = slices.Grow(dst[:0], len(s.sel)) // once, not doubling into fresh memory
 		if c.dictOK {
 			byCode := s.strScratch[:0]
 			for _, v := range c.dict {
@@ -466,7 +482,7 @@ func (s *rawScanner) selectRows(n int) {
 			s.boolScratch = stOK
 		}
 	}
-	s.sel = s.sel[:0]
+	s.sel = slices.Grow(s.sel[:0], n)
 	for i := range n {
 		t := et.ints[i]
 		if t < s.from || t >= s.to {
@@ -576,7 +592,7 @@ func (s *rawScanner) internKey() tidemark.Key {
 // through its dictionary, each distinct key is built once per chunk.
 func (s *rawScanner) fillKeys() {
 	b := &s.batch
-	b.Key = b.Key[:0]
+	b.Key = slices.Grow(b.Key[:0], len(s.sel))
 	if len(s.keyCol) == 1 && s.data[s.keyCol[0]].dictOK {
 		c := &s.data[s.keyCol[0]]
 		byCode := s.keyScratch[:0]

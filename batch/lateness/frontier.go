@@ -26,6 +26,12 @@ type replayFrontier struct {
 	files map[fileID]*replayFile
 	multi map[uint32]bool // sources with several files
 	srt   *sorter
+	// The file of the last row seen, its state (nil: its source has one
+	// file) and last row: rows come in runs of one file.
+	cur     fileID
+	curFile *replayFile
+	curLast row
+	hasCur  bool
 }
 
 type fileID struct{ source, file uint32 }
@@ -87,17 +93,22 @@ func newReplayFrontier(srt *sorter) *replayFrontier {
 
 // see takes a row of the batch being gathered.
 func (f *replayFrontier) see(r *row) {
-	if !f.multi[r.source] {
+	if k := (fileID{r.source, r.file}); !f.hasCur || k != f.cur {
+		f.cur, f.curFile, f.hasCur = k, nil, true
+		if f.multi[r.source] {
+			f.curFile, f.curLast = f.files[k], f.last[k]
+			if f.curFile == nil {
+				f.curFile = &replayFile{max: r.event}
+				f.files[k] = f.curFile
+			}
+		}
+	}
+	rf := f.curFile
+	if rf == nil {
 		return
 	}
-	k := fileID{r.source, r.file}
-	rf := f.files[k]
-	if rf == nil {
-		rf = &replayFile{max: r.event}
-		f.files[k] = rf
-	}
 	rf.max = max(rf.max, r.event)
-	if *r == f.last[k] {
+	if *r == f.curLast {
 		rf.done = true
 	}
 }

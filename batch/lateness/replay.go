@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sort"
 	"sync"
 	"time"
 
@@ -177,7 +176,8 @@ func replay(ctx context.Context, srt *sorter, cfg Config, win tidemark.WindowSpe
 //   - under the window rule iff its first window's end <= W(0) − L
 //     (its first window ends first: some window of it is closed),
 //
-// each a prefix of the ascending budgets, found by binary search. 12
+// each a prefix of the ascending budgets, found by a scan from the
+// smallest (most rows are kept by every budget: one comparison). 12
 // engines over 1M rows took 0.5 of the report's 2.1 CPU-seconds.
 func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.WindowSpec, r0 Replayer, wm Watermarker, budgets []int64, groups int) ([][2][]int64, error) {
 	nb := len(budgets)
@@ -185,6 +185,7 @@ func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.Windo
 	// k budgets exactly.
 	var hist [2][]int64
 	hist[0], hist[1] = make([]int64, groups*(nb+1)), make([]int64, groups*(nb+1))
+	th := make([]int64, nb) // W(0) − each budget, for the batch
 	var (
 		evs     []int64  // the batch's event times
 		grp     []uint32 // and groups
@@ -201,11 +202,20 @@ func replayOnce(ctx context.Context, srt *sorter, cfg Config, win tidemark.Windo
 			return
 		}
 		if w, ok := wm.Watermark(); ok {
+			for k, b := range budgets {
+				th[k] = tidemark.SubSat(w, b) // descending
+			}
 			for i, ev := range evs {
 				wins = win.Assign(wins[:0], ev)
 				end := wins[0].End
-				ke := sort.Search(nb, func(k int) bool { return ev >= tidemark.SubSat(w, budgets[k]) })
-				kw := sort.Search(nb, func(k int) bool { return end > tidemark.SubSat(w, budgets[k]) })
+				// Most rows are kept by every budget: one comparison.
+				ke, kw := 0, 0
+				for ke < nb && ev < th[ke] {
+					ke++
+				}
+				for kw < nb && end <= th[kw] {
+					kw++
+				}
 				g := int(grp[i]) * (nb + 1)
 				hist[0][g+ke]++
 				hist[1][g+kw]++

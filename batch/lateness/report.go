@@ -35,9 +35,11 @@
 // times the keys per window, counted in the scan).
 //
 // Memory. One scan of raw_events feeds per-group sketches (a few thousand
-// counters each) and an external sort of 44-byte rows into arrival order:
-// at most Config.ChunkRows rows in memory (in reused 3 MiB blocks), the
-// rest in temporary files, merged with a 32 KiB buffer per file. The replay
+// counters each) and an external sort of rows into arrival order: at most
+// Config.ChunkRows rows in memory, packed (about 10 bytes a row when the
+// lake's files are in arrival order, as the stream writes them; at most
+// 56), the rest in temporary files of 44-byte rows, merged with a
+// 32 KiB buffer per file. The replay
 // holds one micro-batch of records and one engine (or one per budget and
 // rule), whose state is one slot per open window (the replay gives records
 // no key). Nothing is sampled: every row is replayed. Groups and periods are held
@@ -94,7 +96,7 @@ type Config struct {
 	// recommendation; nil means 10s, 1m, 5m, 10m, 1h.
 	Budgets []time.Duration
 	// ChunkRows bounds the rows held in memory for the arrival-order sort
-	// (more are spilled to TempDir); 0 means 1<<20 (48 MiB).
+	// (more are spilled to TempDir); 0 means 1<<20 (10-56 MiB).
 	ChunkRows int
 	// MaxBatchRows splits a replayed micro-batch longer than this; 0 means
 	// 1<<20.

@@ -3,15 +3,12 @@ package lateness
 import (
 	"bufio"
 	"cmp"
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"sync"
-	"unsafe"
 )
 
 // row is what the replay needs of one raw event, in 44 bytes on disk.
@@ -25,23 +22,34 @@ type row struct {
 const rowBytes = 4*8 + 3*4
 
 // sorter puts rows in arrival order (arrival_time, then source, file,
-// offset, compared as strings) with bounded memory: an external merge sort.
-// Rows gather in blocks of blockRows, each sorted when full, at most
-// chunkRows rows in all; then the blocks are merged into a temporary file
-// (a sorted run) and reused for the next rows. The end merges the runs and
-// the blocks still in memory. Memory is chunkRows rows plus a 32 KiB read
-// buffer per spilled run.
+// offset, compared as strings) with bounded memory: an external merge sort
+// that keeps the order the rows already have.
 //
-// Blocks rather than one growing slice: appending 1M rows to a slice
-// copies each row about twice as it doubles, into memory touched for the
-// first time each time (a page fault per 4 KiB): 0.8 of the report's 2.1
-// CPU-seconds over a 1M-row lake. A block is written once and reused.
+// Rows are packed into blocks of at most blockRows rows, each row as
+// varint deltas from the row before it (arrival; event time from arrival;
+// offset; source, file, batch and group only where they change): about 10
+// bytes a row (at most 56) where a 48-byte struct was, in memory written
+// once and reused. The scan gives rows nearly in arrival order (a lake
+// file is one micro-batch, its rows in read order: 35 descents in
+// bench.sh's 1M-row lake), so a block is cut into the sorted runs it holds
+// rather than sorted; a block of more than maxRuns runs is sorted whole
+// instead. At most chunkRows rows are held: then the runs are merged into
+// a temporary file (44 bytes a row) and the blocks reused. The end merges
+// the spilled runs and those still in memory. Memory is chunkRows packed
+// rows, a block of row structs (3 MiB) once a block is sorted whole, and a
+// 32 KiB read buffer per spilled file.
+//
+// Before, rows were 48-byte structs in 64k-row blocks, each sorted: over a
+// 1M-row lake the blocks' fresh pages (12,000 page faults, ~15 µs each on
+// a virtual machine) and the sorting took half of the report's CPU time.
 type sorter struct {
 	dir       string
 	chunkRows int
-	blocks    [][]row // full blocks, each sorted, then the one filling
-	spare     [][]row // emptied blocks, for reuse
-	held      int     // rows in blocks
+	blockRows int      // rows a block holds: blockRows, at most chunkRows
+	blocks    []*block // blocks in memory, the last one filling
+	spare     []*block // emptied blocks, for reuse
+	held      int      // rows in blocks
+	scratch   []row    // for sorting a block of many runs
 	files     []*os.File
 	names     []string // source and file names by id
 	ids       map[string]uint32
@@ -51,15 +59,26 @@ type sorter struct {
 	curFile   fileID         // noteLast's current run of one file
 	curRow    row
 	hasCur    bool
-	sorting   sync.WaitGroup // blocks being sorted or made ready in the background
-	ready     chan []row     // the next fresh block (newBlock)
 }
 
-// blockRows is the size of a sorter block: 3 MiB.
-const blockRows = 1 << 16
+// blockRows is the most rows a sorter block holds; maxRuns the most
+// sorted runs a block keeps before it is sorted whole.
+const (
+	blockRows = 1 << 16
+	maxRuns   = 32
+)
+
+// block holds rows packed (see sorter) as sorted runs: runs[i] is where
+// run i starts in buf. Each run's deltas start from the zero row.
+type block struct {
+	buf  []byte
+	runs []int
+	rows int
+	prev row // the last row packed
+}
 
 func newSorter(dir string, chunkRows int) *sorter {
-	return &sorter{dir: dir, chunkRows: chunkRows, ids: map[string]uint32{}}
+	return &sorter{dir: dir, chunkRows: chunkRows, blockRows: min(blockRows, max(chunkRows, 1)), ids: map[string]uint32{}}
 }
 
 // id interns a source (slot 0) or file (slot 1) name.
@@ -77,22 +96,17 @@ func (s *sorter) id(slot int, name string) uint32 {
 	return id
 }
 
-func (s *sorter) compare(a, b *row) int { return compareRows(s.names, a, b) }
-
-// compareRows orders rows with names as the name table: rows name only
-// ids below len(names), and names only grows, so a block sorting in the
-// background reads a copy of the slice header while add appends.
-func compareRows(names []string, a, b *row) int {
+func (s *sorter) compare(a, b *row) int {
 	if c := cmp.Compare(a.arrival, b.arrival); c != 0 {
 		return c
 	}
 	if a.source != b.source {
-		if c := cmp.Compare(names[a.source], names[b.source]); c != 0 {
+		if c := cmp.Compare(s.names[a.source], s.names[b.source]); c != 0 {
 			return c
 		}
 	}
 	if a.file != b.file {
-		if c := cmp.Compare(names[a.file], names[b.file]); c != 0 {
+		if c := cmp.Compare(s.names[a.file], s.names[b.file]); c != 0 {
 			return c
 		}
 	}
@@ -102,65 +116,170 @@ func compareRows(names []string, a, b *row) int {
 func (s *sorter) add(r row) error {
 	s.noteLast(r)
 	n := len(s.blocks)
-	if n == 0 || len(s.blocks[n-1]) == cap(s.blocks[n-1]) {
-		switch {
-		case s.held >= s.chunkRows: // spill sorts the last block itself
+	if n == 0 || s.blocks[n-1].rows == s.blockRows {
+		if n > 0 {
+			s.seal(s.blocks[n-1])
+		}
+		if s.held >= s.chunkRows {
 			if err := s.spill(); err != nil {
 				return err
 			}
-		case n > 0: // sort the full block on the other core while the scan goes on
-			b, names := s.blocks[n-1], s.names
-			s.sorting.Go(func() { sortRows(names, b) })
 		}
 		s.blocks = append(s.blocks, s.newBlock())
 		n = len(s.blocks)
 	}
-	s.blocks[n-1] = append(s.blocks[n-1], r)
+	b := s.blocks[n-1]
+	if b.rows == 0 || s.compare(&r, &b.prev) < 0 {
+		b.runs = append(b.runs, len(b.buf))
+		b.prev = row{}
+	}
+	b.buf = packRow(b.buf, &b.prev, &r)
+	b.prev = r
+	b.rows++
 	s.held++
 	return nil
 }
 
-// newBlock returns an empty block, a reused one if there is one. The
-// first block of a small input is no bigger than chunkRows.
-//
-// A new block is made ready on the other core: allocated and each of its
-// pages written once, so the page faults of fresh memory (~15 µs each per
-// 4 KiB on a virtual machine, 12,000 of them for 1M rows) are not paid on
-// the scan's goroutine. The first block of an input is made here.
-func (s *sorter) newBlock() []row {
+// Flags of a packed row: which of the rarely changing fields follow.
+const (
+	packSource = 1 << iota
+	packFile
+	packBatch
+	packGroup
+)
+
+// packRow appends r to buf as deltas from prev.
+func packRow(buf []byte, prev, r *row) []byte {
+	var flags byte
+	if r.source != prev.source {
+		flags |= packSource
+	}
+	if r.file != prev.file {
+		flags |= packFile
+	}
+	if r.batch != prev.batch {
+		flags |= packBatch
+	}
+	if r.group != prev.group {
+		flags |= packGroup
+	}
+	buf = append(buf, flags)
+	// Differences wrap around in two's complement and unpack exactly.
+	buf = binary.AppendVarint(buf, r.arrival-prev.arrival)
+	buf = binary.AppendVarint(buf, r.event-r.arrival)
+	buf = binary.AppendVarint(buf, r.offset-prev.offset)
+	if flags&packSource != 0 {
+		buf = binary.AppendUvarint(buf, uint64(r.source))
+	}
+	if flags&packFile != 0 {
+		buf = binary.AppendUvarint(buf, uint64(r.file))
+	}
+	if flags&packBatch != 0 {
+		buf = binary.AppendVarint(buf, r.batch-prev.batch)
+	}
+	if flags&packGroup != 0 {
+		buf = binary.AppendUvarint(buf, uint64(r.group))
+	}
+	return buf
+}
+
+// unpackRow reads the row after r from buf, into r; it returns the bytes
+// read.
+func unpackRow(buf []byte, r *row) int {
+	flags := buf[0]
+	n := 1
+	v, k := binary.Varint(buf[n:])
+	r.arrival += v
+	n += k
+	v, k = binary.Varint(buf[n:])
+	r.event = r.arrival + v
+	n += k
+	v, k = binary.Varint(buf[n:])
+	r.offset += v
+	n += k
+	if flags&packSource != 0 {
+		u, k := binary.Uvarint(buf[n:])
+		r.source = uint32(u)
+		n += k
+	}
+	if flags&packFile != 0 {
+		u, k := binary.Uvarint(buf[n:])
+		r.file = uint32(u)
+		n += k
+	}
+	if flags&packBatch != 0 {
+		v, k := binary.Varint(buf[n:])
+		r.batch += v
+		n += k
+	}
+	if flags&packGroup != 0 {
+		u, k := binary.Uvarint(buf[n:])
+		r.group = uint32(u)
+		n += k
+	}
+	return n
+}
+
+// newBlock returns an empty block, a reused one if there is one.
+func (s *sorter) newBlock() *block {
 	if k := len(s.spare); k > 0 {
 		b := s.spare[k-1]
 		s.spare = s.spare[:k-1]
-		return b[:0]
+		b.buf, b.runs, b.rows, b.prev = b.buf[:0], b.runs[:0], 0, row{}
+		return b
 	}
-	size := min(blockRows, max(s.chunkRows, 1))
-	var b []row
-	if s.ready != nil {
-		b = <-s.ready
-	} else {
-		b = make([]row, 0, size)
-		s.ready = make(chan []row, 1)
-	}
-	s.sorting.Go(func() { s.ready <- touchedBlock(size) })
-	return b
+	// About 10 bytes a row in arrival order; pages never written are
+	// never touched.
+	return &block{buf: make([]byte, 0, s.blockRows*12)}
 }
 
-// touchedBlock is an empty block whose pages are all in memory.
-func touchedBlock(size int) []row {
-	b := make([]row, size)
-	const perPage = 4096 / int(unsafe.Sizeof(row{}))
-	for i := 0; i < len(b); i += perPage {
-		b[i].arrival = 1
+// seal sorts a full block of more than maxRuns runs whole.
+func (s *sorter) seal(b *block) {
+	if len(b.runs) <= maxRuns {
+		return
 	}
-	return b[:0]
+	if s.scratch == nil {
+		s.scratch = make([]row, 0, s.blockRows)
+	}
+	s.scratch = s.scratch[:0]
+	for _, rn := range s.blockRuns(b) {
+		for r := rn.next(); r != nil; r = rn.next() {
+			s.scratch = append(s.scratch, *r)
+		}
+	}
+	slices.SortFunc(s.scratch, func(x, y row) int { return s.compare(&x, &y) })
+	b.buf, b.runs, b.prev = b.buf[:0], append(b.runs[:0], 0), row{}
+	for i := range s.scratch {
+		b.buf = packRow(b.buf, &b.prev, &s.scratch[i])
+		b.prev = s.scratch[i]
+	}
 }
 
-func sortRows(names []string, b []row) {
-	slices.SortFunc(b, func(x, y row) int { return compareRows(names, &x, &y) })
+// blockRuns returns a cursor per run of b.
+func (s *sorter) blockRuns(b *block) []sortedRun {
+	runs := make([]sortedRun, 0, len(b.runs))
+	for i, start := range b.runs {
+		end := len(b.buf)
+		if i+1 < len(b.runs) {
+			end = b.runs[i+1]
+		}
+		runs = append(runs, &packedRun{buf: b.buf[start:end]})
+	}
+	return runs
 }
 
-// spill merges the blocks in memory into a temporary file and frees them
-// for reuse.
+// memRuns returns a cursor per run in memory.
+func (s *sorter) memRuns() []sortedRun {
+	var runs []sortedRun
+	for _, b := range s.blocks {
+		s.seal(b)
+		runs = append(runs, s.blockRuns(b)...)
+	}
+	return runs
+}
+
+// spill merges the runs in memory into a temporary file and frees the
+// blocks for reuse.
 func (s *sorter) spill() error {
 	if s.held == 0 {
 		return nil
@@ -188,22 +307,6 @@ func (s *sorter) spill() error {
 	return nil
 }
 
-// memRuns sorts the last block (the others were handed to the background
-// when full), waits for the background, and returns a run per block.
-func (s *sorter) memRuns() []sortedRun {
-	if n := len(s.blocks); n > 0 {
-		sortRows(s.names, s.blocks[n-1])
-	}
-	s.sorting.Wait()
-	runs := make([]sortedRun, 0, len(s.blocks))
-	for _, b := range s.blocks {
-		if len(b) > 0 {
-			runs = append(runs, &memRun{rows: b})
-		}
-	}
-	return runs
-}
-
 func encodeRow(b []byte, r *row) {
 	binary.LittleEndian.PutUint64(b[0:], uint64(r.arrival))
 	binary.LittleEndian.PutUint64(b[8:], uint64(r.event))
@@ -227,7 +330,7 @@ func decodeRow(b []byte) row {
 }
 
 // each calls fn with every row in order: a merge of the spilled runs and
-// the blocks still in memory.
+// the runs still in memory.
 func (s *sorter) each(fn func(*row) error) error {
 	var runs []sortedRun
 	for _, f := range s.files {
@@ -240,52 +343,64 @@ func (s *sorter) each(fn func(*row) error) error {
 	return s.merge(runs, fn)
 }
 
-// merge calls fn with the rows of the sorted runs in order.
+// merge calls fn with the rows of the sorted runs in order. The runs
+// mostly follow one another (a lake's files in commit order), so the run
+// in front keeps going while its next row is not after the heads of the
+// others: two comparisons a row, without moving the heap.
 func (s *sorter) merge(runs []sortedRun, fn func(*row) error) error {
-	if len(runs) == 1 { // no heap for one run (a small input)
-		for {
-			r, err := runs[0].next()
-			if r == nil || err != nil {
-				return err
-			}
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-	}
-	h := &mergeHeap{s: s}
+	var h []cursor // a min-heap by the current row
 	for _, rn := range runs {
-		r, err := rn.next()
-		if err != nil {
+		r := rn.next()
+		if err := rn.err(); err != nil {
 			return err
 		}
 		if r != nil {
-			h.cs = append(h.cs, cursor{run: rn, cur: r})
+			h = append(h, cursor{run: rn, cur: r})
 		}
 	}
-	heap.Init(h)
-	for len(h.cs) > 0 {
-		c := &h.cs[0]
+	less := func(i, j int) bool { return s.compare(h[i].cur, h[j].cur) < 0 }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			j := l
+			if r := l + 1; r < len(h) && less(r, l) {
+				j = r
+			}
+			if !less(j, i) {
+				return
+			}
+			h[i], h[j] = h[j], h[i]
+			i = j
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for len(h) > 0 {
+		c := &h[0]
 		if err := fn(c.cur); err != nil {
 			return err
 		}
-		r, err := c.run.next()
-		if err != nil {
+		r := c.run.next()
+		if err := c.run.err(); err != nil {
 			return err
 		}
-		if r != nil {
-			c.cur = r
-			heap.Fix(h, 0)
+		if r == nil {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
 		} else {
-			heap.Pop(h)
+			c.cur = r
 		}
+		down(0)
 	}
 	return nil
 }
 
 // close removes the spilled files.
 func (s *sorter) close() error {
-	s.sorting.Wait()
 	var errs []error
 	for _, f := range s.files {
 		errs = append(errs, f.Close(), os.Remove(f.Name()))
@@ -294,62 +409,53 @@ func (s *sorter) close() error {
 	return errors.Join(errs...)
 }
 
-// sortedRun is one sorted sequence of rows; next returns nil at its end. The row
-// stays valid until the next call.
+// sortedRun is one sorted sequence of rows; next returns nil at its end
+// or on an error, which err then returns. The row stays valid until the
+// next call.
 type sortedRun interface {
-	next() (*row, error)
+	next() *row
+	err() error
 }
 
-// memRun is a sorted block.
-type memRun struct {
-	rows []row
-	i    int
+// packedRun reads one run of a block.
+type packedRun struct {
+	buf []byte
+	cur row
 }
 
-func (m *memRun) next() (*row, error) {
-	if m.i == len(m.rows) {
-		return nil, nil
+func (p *packedRun) next() *row {
+	if len(p.buf) == 0 {
+		return nil
 	}
-	m.i++
-	return &m.rows[m.i-1], nil
+	p.buf = p.buf[unpackRow(p.buf, &p.cur):]
+	return &p.cur
 }
+
+func (p *packedRun) err() error { return nil }
 
 // fileRun reads one spilled run.
 type fileRun struct {
 	r   *bufio.Reader
 	b   [rowBytes]byte
 	cur row
+	e   error
 }
 
-func (c *fileRun) next() (*row, error) {
+func (c *fileRun) next() *row {
 	if _, err := io.ReadFull(c.r, c.b[:]); err != nil {
-		if err == io.EOF {
-			return nil, nil
+		if err != io.EOF {
+			c.e = fmt.Errorf("merge sorted rows: %w", err)
 		}
-		return nil, fmt.Errorf("merge sorted rows: %w", err)
+		return nil
 	}
 	c.cur = decodeRow(c.b[:])
-	return &c.cur, nil
+	return &c.cur
 }
+
+func (c *fileRun) err() error { return c.e }
 
 // cursor is a run and its current row.
 type cursor struct {
 	run sortedRun
 	cur *row
-}
-
-// mergeHeap orders the cursors by their current row.
-type mergeHeap struct {
-	s  *sorter
-	cs []cursor
-}
-
-func (h *mergeHeap) Len() int           { return len(h.cs) }
-func (h *mergeHeap) Less(i, j int) bool { return h.s.compare(h.cs[i].cur, h.cs[j].cur) < 0 }
-func (h *mergeHeap) Swap(i, j int)      { h.cs[i], h.cs[j] = h.cs[j], h.cs[i] }
-func (h *mergeHeap) Push(x any)         { h.cs = append(h.cs, x.(cursor)) }
-func (h *mergeHeap) Pop() any {
-	c := h.cs[len(h.cs)-1]
-	h.cs = h.cs[:len(h.cs)-1]
-	return c
 }

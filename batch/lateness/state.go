@@ -16,17 +16,23 @@ const DefaultStateRowBytes = 100
 // keys a window holds, which turns the what-if's open windows per key into
 // state rows. The count is bounded: after max pairs it stops (the rows come
 // in event-time order, so what it saw is the range's first part).
+//
+// Each window has a set of its keys' hashes (maphash, seeded): rows come
+// nearly in event-time order, so most rows find their window's small set
+// in the cache. One set of every pair's hash (bench.sh's 1M-row lake has
+// 1,000 keys in each window) cost about a cache miss a row: in the CPU
+// profile, keyWindows.add went from 0.07 to 0.03 s a report.
 type keyWindows struct {
 	size     int64 // window length, µs
 	max      int
 	seed     maphash.Seed
-	pairs    map[uint64]struct{}
-	windows  map[uint64]struct{}
+	pairs    int // counted so far, over every group
+	windows  map[windowOf]*windowKeys
 	perGroup map[int]*[2]int64 // group -> windows, pairs
 	full     bool
 	// The last window counted: rows come in runs of one window.
-	last      windowOf
-	lastCount *[2]int64
+	last     windowOf
+	lastKeys *windowKeys
 }
 
 type windowOf struct {
@@ -34,44 +40,46 @@ type windowOf struct {
 	start int64
 }
 
-type pairOf struct {
-	group int
-	start int64
-	key   tidemark.Key
+// windowKeys is one window's keys and its group's counts.
+type windowKeys struct {
+	keys  map[uint64]struct{}
+	count *[2]int64
 }
 
 func newKeyWindows(size int64, max int) *keyWindows {
 	return &keyWindows{size: size, max: max, seed: maphash.MakeSeed(),
-		pairs: map[uint64]struct{}{}, windows: map[uint64]struct{}{}, perGroup: map[int]*[2]int64{}}
+		windows: map[windowOf]*windowKeys{}, perGroup: map[int]*[2]int64{}}
 }
 
 func (kw *keyWindows) add(group int, t int64, k tidemark.Key) {
 	if kw.full || kw.size <= 0 {
 		return
 	}
-	if len(kw.pairs) >= kw.max {
+	if kw.pairs >= kw.max {
 		kw.full = true
 		return
 	}
-	start := t - mod(t, kw.size)
-	c := kw.lastCount
-	if c == nil || kw.last != (windowOf{group, start}) {
-		c = kw.perGroup[group]
-		if c == nil {
-			c = new([2]int64)
-			kw.perGroup[group] = c
-		}
-		w := maphash.Comparable(kw.seed, windowOf{group, start})
-		if _, ok := kw.windows[w]; !ok {
-			kw.windows[w] = struct{}{}
+	at := windowOf{group, t - mod(t, kw.size)}
+	w := kw.lastKeys
+	if w == nil || kw.last != at {
+		w = kw.windows[at]
+		if w == nil {
+			c := kw.perGroup[group]
+			if c == nil {
+				c = new([2]int64)
+				kw.perGroup[group] = c
+			}
 			c[0]++
+			w = &windowKeys{keys: map[uint64]struct{}{}, count: c}
+			kw.windows[at] = w
 		}
-		kw.last, kw.lastCount = windowOf{group, start}, c
+		kw.last, kw.lastKeys = at, w
 	}
-	p := maphash.Comparable(kw.seed, pairOf{group, start, k})
-	if _, ok := kw.pairs[p]; !ok {
-		kw.pairs[p] = struct{}{}
-		c[1]++
+	h := maphash.String(kw.seed, string(k))
+	if _, ok := w.keys[h]; !ok {
+		w.keys[h] = struct{}{}
+		w.count[1]++
+		kw.pairs++
 	}
 }
 
