@@ -73,3 +73,17 @@ func TestQuantileDiscRule(t *testing.T) {
 	}
 	t.Logf("%d (n, q) pairs agree; a float64 rank would have missed %d of them", checked, floatDiffers)
 }
+
+func TestQuantileLiteral(t *testing.T) {
+	for pct, want := range map[string]string{"0": "0.00", "5": "0.05", "50": "0.50", "99": "0.99", "99.9": "0.999", "99.99": "0.9999", "100": "1.00", "0.1": "0.001"} {
+		got, err := quantileLiteral(pct)
+		if err != nil || got != want {
+			t.Errorf("quantileLiteral(%q) = %q, %v; want %q", pct, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "101", "-1", "1e2"} {
+		if got, err := quantileLiteral(bad); err == nil {
+			t.Errorf("quantileLiteral(%q) = %q, want an error", bad, got)
+		}
+	}
+}
