@@ -30,6 +30,12 @@ type Query struct {
 	Version int64
 	// Workers scan event-time slices in parallel; 0 means GOMAXPROCS.
 	Workers int
+	// Aggs are the aggregates to compute exactly beyond count, sum, min
+	// and max (the lake's list); with none, the payloads are not read.
+	Aggs tidemark.AggList
+	// Fields makes one reader of the aggregates' inputs per worker;
+	// required when Aggs is not empty.
+	Fields func() (Fields, error)
 }
 
 // Row is one recomputed (window, key): its exact aggregate over every row
@@ -37,6 +43,9 @@ type Query struct {
 type Row struct {
 	tidemark.Result
 	Late int64
+	// Aggs are the exact values of the query's Aggs, in its Specs order;
+	// nil without Aggs.
+	Aggs []tidemark.AggOut
 }
 
 // Stats says what a recomputation read. FilesRead, PartitionsRead and
@@ -61,8 +70,9 @@ type cellKey struct {
 }
 
 type cell struct {
-	agg  tidemark.Agg
-	late int64
+	agg   tidemark.Agg
+	late  int64
+	exact *exactCell // nil without aggregates
 }
 
 // WindowStarts returns the window starts [from, to) whose windows can hold
@@ -98,6 +108,17 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 	if err != nil {
 		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
 	}
+	ex, err := newExactPlan(q.Aggs)
+	if err != nil {
+		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
+	}
+	if ex != nil && q.Fields == nil {
+		return nil, Stats{}, fmt.Errorf("recompute: the aggregates %s need the lake's input decoder (Query.Fields)", q.Aggs.Describe())
+	}
+	cols := lake.WindowColumns
+	if ex != nil {
+		cols = append(slices.Clone(cols), lake.ColPayload)
+	}
 	st := p.stats
 	work := p.slices
 	if len(work) == 0 {
@@ -120,12 +141,17 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := aggregator{spec: spec, want: p.want, cells: parts[w]}
+			a := aggregator{spec: spec, want: p.want, cells: parts[w], exact: ex}
+			if ex != nil {
+				if a.fields, errs[w] = q.Fields(); errs[w] != nil {
+					cancel()
+				}
+			}
 			for s := range next {
 				if errs[w] != nil {
 					continue // drain
 				}
-				err := lk.ScanRaw(ctx, lake.RawQuery{Time: lake.Between(s.from, s.to), Columns: lake.WindowColumns, Version: p.version}, a.add)
+				err := lk.ScanRaw(ctx, lake.RawQuery{Time: lake.Between(s.from, s.to), Columns: cols, Version: p.version}, a.add)
 				if err != nil {
 					errs[w] = err
 					cancel()
@@ -156,6 +182,9 @@ feed:
 			if m, ok := merged[k]; ok {
 				m.agg.Merge(c.agg)
 				m.late += c.late
+				if m.exact != nil {
+					m.exact.merge(c.exact)
+				}
 			} else {
 				merged[k] = c
 			}
@@ -166,10 +195,14 @@ feed:
 	}
 	out := make([]Row, 0, len(merged))
 	for k, c := range merged {
-		out = append(out, Row{
+		r := Row{
 			Result: tidemark.Result{Window: tidemark.Window{Start: k.start, End: k.start + spec.Size}, Key: k.key, Agg: c.agg, Final: true},
 			Late:   c.late,
-		})
+		}
+		if c.exact != nil {
+			r.Aggs = ex.out(c.exact)
+		}
+		out = append(out, r)
 	}
 	// All windows here have the lake's size, so the end never decides: the
 	// order is by start, then key.
@@ -185,6 +218,10 @@ type aggregator struct {
 	cells map[cellKey]*cell
 	rows  int64
 	buf   []tidemark.Window
+	// exact and fields compute the aggregates beyond count/sum/min/max;
+	// nil without them.
+	exact  *exactPlan
+	fields Fields
 	// last cell looked up: raw rows come in runs of one key and window.
 	lastKey  cellKey
 	lastCell *cell
@@ -192,9 +229,16 @@ type aggregator struct {
 
 func (a *aggregator) add(b lake.RawBatch) error {
 	a.rows += int64(b.N)
+	var vals []tidemark.AggValue
 	for i := range b.N {
 		t := b.EventTime[i]
 		a.buf = a.spec.Assign(a.buf[:0], t)
+		if a.exact != nil {
+			var err error
+			if vals, err = a.fields.Read(b.Payload[i]); err != nil {
+				return err
+			}
+		}
 		for _, w := range a.buf {
 			if !a.want.has(w.Start) {
 				continue
@@ -206,11 +250,17 @@ func (a *aggregator) add(b lake.RawBatch) error {
 				c, ok = a.cells[k]
 				if !ok {
 					c = &cell{}
+					if a.exact != nil {
+						c.exact = a.exact.newCell()
+					}
 					a.cells[k] = c
 				}
 				a.lastKey, a.lastCell = k, c
 			}
 			c.agg.Add(b.Value[i], b.HasValue[i])
+			if c.exact != nil {
+				a.exact.add(c.exact, vals)
+			}
 			if b.Status[i] == tidemark.StatusLate {
 				c.late++
 			}
