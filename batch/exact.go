@@ -8,19 +8,6 @@ import (
 	"tidemark"
 )
 
-// Fields reads the aggregate inputs of raw lines: the values of a lake's
-// AggList.Inputs in one raw_events payload, decoded as the stream decoded
-// them when it wrote the row. The batch layer never parses lines itself:
-// cmd wires in the ingest decoder of the lake's input (one per worker, as
-// decoders are not safe for concurrent use).
-type Fields interface {
-	// Read returns one value per input (absent or null: not Present),
-	// valid until the next Read. An error means the line does not decode
-	// the way the stream decoded it (the lake's input changed): it names
-	// what to do and stops the recomputation.
-	Read(payload []byte) ([]tidemark.AggValue, error)
-}
-
 // exactPlan is how an AggList's aggregates are computed exactly: for each
 // input, whether it is text (distinct counts keep the set of values) and
 // whether a percentile reads it (its values are kept, to be sorted).
@@ -81,10 +68,39 @@ func (p *exactPlan) newCell() *exactCell {
 	return &exactCell{moments: make([]tidemark.Agg, n), values: make([][]float64, n), distinct: make([]map[string]struct{}, n)}
 }
 
-// add folds one row's input values into c.
-func (p *exactPlan) add(c *exactCell, vals []tidemark.AggValue) {
-	for i, v := range vals {
-		if !v.Present || i >= len(p.text) {
+// cellBlock allocates cells for a plan in blocks: one allocation per
+// cellBlockSize cells of each part instead of four per cell.
+type cellBlock struct {
+	p        *exactPlan
+	cells    []exactCell
+	moments  []tidemark.Agg
+	values   [][]float64
+	distinct []map[string]struct{}
+}
+
+const cellBlockSize = 256
+
+func (b *cellBlock) next() *exactCell {
+	n := len(b.p.text)
+	if len(b.cells) == 0 {
+		b.cells = make([]exactCell, cellBlockSize)
+		b.moments = make([]tidemark.Agg, n*cellBlockSize)
+		b.values = make([][]float64, n*cellBlockSize)
+		b.distinct = make([]map[string]struct{}, n*cellBlockSize)
+	}
+	c := &b.cells[0]
+	b.cells = b.cells[1:]
+	c.moments, b.moments = b.moments[:n:n], b.moments[n:]
+	c.values, b.values = b.values[:n:n], b.values[n:]
+	c.distinct, b.distinct = b.distinct[:n:n], b.distinct[n:]
+	return c
+}
+
+// add folds row r of a batch's input columns (lake.RawBatch.Fields) into c.
+func (p *exactPlan) add(c *exactCell, fields [][]tidemark.AggValue, r int) {
+	for i := range p.text {
+		in := fields[i][r]
+		if !in.Present {
 			continue
 		}
 		if p.text[i] {
@@ -93,14 +109,13 @@ func (p *exactPlan) add(c *exactCell, vals []tidemark.AggValue) {
 				m = map[string]struct{}{}
 				c.distinct[i] = m
 			}
-			if _, ok := m[v.Text]; !ok {
-				m[v.Text] = struct{}{}
-			}
+			m[in.Text] = struct{}{}
 			continue
 		}
-		c.moments[i].Add(v.Num, true)
+		v := in.Num
+		c.moments[i].Add(v, true)
 		if p.keep[i] {
-			c.values[i] = append(c.values[i], v.Num)
+			c.values[i] = append(c.values[i], v)
 		}
 	}
 }

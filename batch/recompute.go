@@ -30,12 +30,6 @@ type Query struct {
 	Version int64
 	// Workers scan event-time slices in parallel; 0 means GOMAXPROCS.
 	Workers int
-	// Aggs are the aggregates to compute exactly beyond count, sum, min
-	// and max (the lake's list); with none, the payloads are not read.
-	Aggs tidemark.AggList
-	// Fields makes one reader of the aggregates' inputs per worker;
-	// required when Aggs is not empty.
-	Fields func() (Fields, error)
 }
 
 // Row is one recomputed (window, key): its exact aggregate over every row
@@ -43,8 +37,8 @@ type Query struct {
 type Row struct {
 	tidemark.Result
 	Late int64
-	// Aggs are the exact values of the query's Aggs, in its Specs order;
-	// nil without Aggs.
+	// Aggs are the exact values of the lake's --agg aggregates
+	// (Config.Aggs), in its list order; nil on a lake without them.
 	Aggs []tidemark.AggOut
 }
 
@@ -108,16 +102,9 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 	if err != nil {
 		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
 	}
-	ex, err := newExactPlan(q.Aggs)
+	ex, err := newExactPlan(lk.Config().Aggs)
 	if err != nil {
 		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
-	}
-	if ex != nil && q.Fields == nil {
-		return nil, Stats{}, fmt.Errorf("recompute: the aggregates %s need the lake's input decoder (Query.Fields)", q.Aggs.Describe())
-	}
-	cols := lake.WindowColumns
-	if ex != nil {
-		cols = append(slices.Clone(cols), lake.ColPayload)
 	}
 	st := p.stats
 	work := p.slices
@@ -141,17 +128,12 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := aggregator{spec: spec, want: p.want, cells: parts[w], exact: ex}
-			if ex != nil {
-				if a.fields, errs[w] = q.Fields(); errs[w] != nil {
-					cancel()
-				}
-			}
+			a := aggregator{spec: spec, want: p.want, cells: parts[w], exact: ex, block: cellBlock{p: ex}}
 			for s := range next {
 				if errs[w] != nil {
 					continue // drain
 				}
-				err := lk.ScanRaw(ctx, lake.RawQuery{Time: lake.Between(s.from, s.to), Columns: cols, Version: p.version}, a.add)
+				err := lk.ScanRaw(ctx, lake.RawQuery{Time: lake.Between(s.from, s.to), Columns: lake.WindowColumns, Version: p.version}, a.add)
 				if err != nil {
 					errs[w] = err
 					cancel()
@@ -218,10 +200,10 @@ type aggregator struct {
 	cells map[cellKey]*cell
 	rows  int64
 	buf   []tidemark.Window
-	// exact and fields compute the aggregates beyond count/sum/min/max;
-	// nil without them.
-	exact  *exactPlan
-	fields Fields
+	// exact computes the aggregates beyond count/sum/min/max; nil
+	// without them.
+	exact *exactPlan
+	block cellBlock
 	// last cell looked up: raw rows come in runs of one key and window.
 	lastKey  cellKey
 	lastCell *cell
@@ -229,16 +211,9 @@ type aggregator struct {
 
 func (a *aggregator) add(b lake.RawBatch) error {
 	a.rows += int64(b.N)
-	var vals []tidemark.AggValue
 	for i := range b.N {
 		t := b.EventTime[i]
 		a.buf = a.spec.Assign(a.buf[:0], t)
-		if a.exact != nil {
-			var err error
-			if vals, err = a.fields.Read(b.Payload[i]); err != nil {
-				return err
-			}
-		}
 		for _, w := range a.buf {
 			if !a.want.has(w.Start) {
 				continue
@@ -251,7 +226,7 @@ func (a *aggregator) add(b lake.RawBatch) error {
 				if !ok {
 					c = &cell{}
 					if a.exact != nil {
-						c.exact = a.exact.newCell()
+						c.exact = a.block.next()
 					}
 					a.cells[k] = c
 				}
@@ -259,7 +234,7 @@ func (a *aggregator) add(b lake.RawBatch) error {
 			}
 			c.agg.Add(b.Value[i], b.HasValue[i])
 			if c.exact != nil {
-				a.exact.add(c.exact, vals)
+				a.exact.add(c.exact, b.Fields, i)
 			}
 			if b.Status[i] == tidemark.StatusLate {
 				c.late++

@@ -20,10 +20,6 @@ type SessionQuery struct {
 	Keys []tidemark.Key
 	// Version is the raw_events version to read; <= 0 means the latest.
 	Version int64
-	// Aggs and Fields ask for the aggregates beyond count/sum/min/max, as
-	// Query's do.
-	Aggs   tidemark.AggList
-	Fields func() (Fields, error)
 }
 
 // SessionStats says what a sessionization read: the rows and the
@@ -54,12 +50,9 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 	if q.To <= q.From || q.From < lake.AllFrom/2 || q.To > lake.AllTo/2 {
 		return nil, SessionStats{}, fmt.Errorf("sessionize: range [%d, %d): want a bounded, non-empty range", q.From, q.To)
 	}
-	ex, err := newExactPlan(q.Aggs)
+	ex, err := newExactPlan(lk.Config().Aggs)
 	if err != nil {
 		return nil, SessionStats{}, fmt.Errorf("sessionize: %w", err)
-	}
-	if ex != nil && q.Fields == nil {
-		return nil, SessionStats{}, fmt.Errorf("sessionize: the aggregates %s need the lake's input decoder (SessionQuery.Fields)", q.Aggs.Describe())
 	}
 	layout, err := lk.RawLayout(ctx, q.Version)
 	if err != nil {
@@ -117,7 +110,7 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 	}
 	slices.SortFunc(out, func(a, b Row) int { return tidemark.CompareResults(a.Result, b.Result) })
 	if ex != nil {
-		if err := s.exact(ctx, ex, q.Fields, out); err != nil {
+		if err := s.exact(ctx, ex, out); err != nil {
 			return nil, s.stats, err
 		}
 	}
@@ -125,16 +118,12 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 }
 
 // exact computes the aggregates of the sessions in out, once their
-// windows are known: a second scan over their event time reads the
-// payloads of their keys' rows and folds each into the session holding it
+// windows are known: a second scan over their event time reads the input
+// columns of their keys' rows and folds each into the session holding it
 // (a key's sessions are disjoint). Lakes without aggregates never pay it.
-func (s *sessionizer) exact(ctx context.Context, ex *exactPlan, newFields func() (Fields, error), out []Row) error {
+func (s *sessionizer) exact(ctx context.Context, ex *exactPlan, out []Row) error {
 	if len(out) == 0 {
 		return nil
-	}
-	fields, err := newFields()
-	if err != nil {
-		return fmt.Errorf("sessionize: %w", err)
 	}
 	byKey := map[tidemark.Key][]int{} // indexes into out, by start
 	cells := make([]*exactCell, len(out))
@@ -144,8 +133,8 @@ func (s *sessionizer) exact(ctx context.Context, ex *exactPlan, newFields func()
 		cells[i] = ex.newCell()
 		lo, hi = min(lo, r.Window.Start), max(hi, r.Window.End)
 	}
-	q := lake.RawQuery{Time: lake.Between(lo, hi), Columns: []string{lake.ColEventTime, lake.ColKey, lake.ColPayload}, Version: s.layout.Version}
-	err = s.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
+	q := lake.RawQuery{Time: lake.Between(lo, hi), Columns: []string{lake.ColEventTime, lake.ColKey, lake.ColFields}, Version: s.layout.Version}
+	err := s.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
 		for i := range b.N {
 			idx := byKey[b.Key[i]]
 			if idx == nil {
@@ -161,11 +150,7 @@ func (s *sessionizer) exact(ctx context.Context, ex *exactPlan, newFields func()
 			if j == len(idx) || out[idx[j]].Window.Start > t {
 				continue
 			}
-			vals, err := fields.Read(b.Payload[i])
-			if err != nil {
-				return err
-			}
-			ex.add(cells[idx[j]], vals)
+			ex.add(cells[idx[j]], b.Fields, i)
 		}
 		return nil
 	})
@@ -316,10 +301,6 @@ type LateSessionQuery struct {
 	// at its previous run.
 	Time    lake.TimeRange
 	Version int64 // the raw_events version to read; <= 0 means the latest
-	// Aggs and Fields ask for the aggregates beyond count/sum/min/max, as
-	// SessionQuery's do.
-	Aggs   tidemark.AggList
-	Fields func() (Fields, error)
 }
 
 // LateSessions returns the exact sessions (as Sessionize computes them)
@@ -355,7 +336,7 @@ func LateSessions(ctx context.Context, lk *lake.Lake, q LateSessionQuery) ([]Row
 		keys = append(keys, k)
 		slices.Sort(ts)
 	}
-	rows, st, err := Sessionize(ctx, lk, SessionQuery{Gap: q.Gap, From: lo, To: hi + 1, Keys: keys, Version: layout.Version, Aggs: q.Aggs, Fields: q.Fields})
+	rows, st, err := Sessionize(ctx, lk, SessionQuery{Gap: q.Gap, From: lo, To: hi + 1, Keys: keys, Version: layout.Version})
 	if err != nil {
 		return nil, st, err
 	}
