@@ -182,7 +182,8 @@ type sessionizer struct {
 // (nil: every key) into their sessions.
 func (s *sessionizer) scan(ctx context.Context, from, to int64, only map[tidemark.Key]bool) error {
 	s.count(from, to)
-	q := lake.RawQuery{Time: lake.Between(from, to), Columns: lake.WindowColumns, Version: s.layout.Version}
+	// Not the --agg inputs: exact reads them once the sessions are known.
+	q := lake.RawQuery{Time: lake.Between(from, to), Columns: []string{lake.ColEventTime, lake.ColKey, lake.ColValue, lake.ColStatus}, Version: s.layout.Version}
 	err := s.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
 		s.stats.RowsRead += int64(b.N)
 		for i := range b.N {
