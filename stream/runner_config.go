@@ -123,6 +123,14 @@ func (c RunnerConfig) Validate() error {
 	if err := lake.CheckKeys(c.Decoder.Keys); err != nil {
 		return err
 	}
+	if !c.Engine.Aggs.Empty() {
+		if c.SessionGap != 0 {
+			return &ConfigError{format: "{Engine.Aggs} with {SessionGap}", err: engine.ErrSessionAggs}
+		}
+		if err := lake.CheckAggs(c.Decoder.Keys, c.Engine.Aggs); err != nil {
+			return err
+		}
+	}
 	return c.Decoder.Validate()
 }
 
@@ -170,6 +178,9 @@ func (e *ConfigError) Phrase(name func(field string) string) string {
 func (e *ConfigError) Unwrap() error { return e.err }
 
 func (c *RunnerConfig) defaults() {
+	// The decoder extracts what the aggregates read (Engine.Aggs is the
+	// one place the list is set).
+	c.Decoder.Aggs = c.Engine.Aggs.Inputs
 	if c.Name == "" {
 		c.Name = "stream"
 	}
