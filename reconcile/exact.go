@@ -41,7 +41,6 @@ func (r *run) estimatedWindows(ctx context.Context, p *priorRuns, wins map[int64
 	return r.newRawWindows(ctx, p, wins)
 }
 
-
 // sameExact reports whether a stored row already holds the exact values of
 // the aggregates: marked exact, each value equal (sums and averages within
 // SumTolerance, as sums are), nulls where the recomputation has none.

@@ -27,8 +27,8 @@ type run struct {
 	w        int64 // windows ending at or before w are closed
 	aggs     tidemark.AggList
 	rawNoted bool // newRawWindows has run
-	rows    []lake.WindowRow
-	logRows []lake.ReconcileRow
+	rows     []lake.WindowRow
+	logRows  []lake.ReconcileRow
 }
 
 // cellKey identifies a (window, key) by window start.
