@@ -280,7 +280,7 @@ done
 # aggregates lake's from its payloads too, writing every window exact.
 AGG_OK=0
 AGG_LAKE="$TMP/lake-aggs"
-if tm && [[ $LAKE_KIND == "tidemark stream" ]] && "$TMP/tidemark" stream --help 2>/dev/null | grep -q -- '--agg'; then
+if tm && [[ $LAKE_KIND == "tidemark stream" ]] && "$TMP/tidemark" stream --help 2>/dev/null | grep -- '--agg' >/dev/null; then
   log "(d) streaming the aggregates lake: $AGG_FLAGS"
   rm -rf "$AGG_LAKE"
   # shellcheck disable=SC2086 # word lists

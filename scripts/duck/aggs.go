@@ -19,9 +19,10 @@ type aggsResult struct {
 	SQL     string  `json:"sql"`
 }
 
-// aggsCmd computes tidemark's --agg aggregates exactly from raw_events,
-// reading each field out of the payload (the raw line) as tidemark's
-// exact layer does: what `tidemark reconcile` makes window_results hold.
+// aggsCmd computes tidemark's --agg aggregates exactly from raw_events:
+// what `tidemark reconcile` makes window_results hold. It reads the input
+// columns raw_events keeps for them (as tidemark's exact layer does), or
+// with -payload each field out of the raw line.
 func aggsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("aggs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -29,6 +30,7 @@ func aggsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	window := fs.Duration("window", time.Minute, "tumbling window width")
 	keys := fs.String("key", "page", "comma-separated key columns")
 	aggs := fs.String("agg", "avg(value),p99(value),count_distinct(user_id)", "comma-separated tidemark --agg spellings (flat or dotted fields)")
+	payload := fs.Bool("payload", false, "read the fields out of the payload (json_extract) instead of raw_events' input columns")
 	threads := fs.Int("threads", 0, "DuckDB threads (0 = all cores)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -36,9 +38,17 @@ func aggsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *lake == "" || *window <= 0 {
 		return fmt.Errorf("aggs: -lake and a positive -window are required")
 	}
+	specs := strings.Split(*aggs, ",")
 	var exprs []string
-	for _, a := range strings.Split(*aggs, ",") {
-		e, err := aggSQL(strings.TrimSpace(a), "CAST(payload AS VARCHAR)")
+	for _, a := range specs {
+		a = strings.TrimSpace(a)
+		var e string
+		var err error
+		if *payload {
+			e, err = aggSQL(a, "decode(payload)")
+		} else {
+			e, err = aggColumnSQL(a, specs)
+		}
 		if err != nil {
 			return fmt.Errorf("aggs: %w", err)
 		}
@@ -126,6 +136,41 @@ func aggSQL(spec, json string) (string, error) {
 	return fmt.Sprintf("quantile_disc(%s, %s)", num, lit), nil
 }
 
+// aggColumnSQL translates one --agg spelling into the DuckDB aggregate
+// over raw_events' input column of its field: named after the field (flat
+// fields), with _text for a distinct count's when another aggregate of
+// specs reads the same field as a number (tidemark's inputNames).
+func aggColumnSQL(spec string, specs []string) (string, error) {
+	open := strings.IndexByte(spec, '(')
+	if open < 0 || !strings.HasSuffix(spec, ")") {
+		return "", fmt.Errorf("aggregate %q: want f(field)", spec)
+	}
+	fn, field := strings.ToLower(spec[:open]), spec[open+1:len(spec)-1]
+	col := quoteIdent(field)
+	switch fn {
+	case "avg", "sum", "min", "max":
+		return fmt.Sprintf("%s(%s)", fn, col), nil
+	case "count_distinct":
+		for _, o := range specs {
+			o = strings.TrimSpace(o)
+			if i := strings.IndexByte(o, '('); i > 0 && !strings.EqualFold(o[:i], "count_distinct") && strings.EqualFold(strings.TrimSuffix(o[i+1:], ")"), field) {
+				col = quoteIdent(field + "_text")
+				break
+			}
+		}
+		return fmt.Sprintf("count(DISTINCT %s)", col), nil
+	}
+	pct, ok := strings.CutPrefix(fn, "p")
+	if !ok {
+		return "", fmt.Errorf("aggregate %q: unknown function %q", spec, fn)
+	}
+	lit, err := quantileLiteral(pct)
+	if err != nil {
+		return "", fmt.Errorf("aggregate %q: %w", spec, err)
+	}
+	return fmt.Sprintf("quantile_disc(%s, %s)", col, lit), nil
+}
+
 // quantileLiteral turns a percentile's text (99.9) into the decimal
 // literal of its quantile (0.999), without going through a float.
 func quantileLiteral(pct string) (string, error) {
@@ -157,3 +202,6 @@ func jsonPath(path []string) string {
 	}
 	return b.String()
 }
+
+// quoteIdent quotes a SQL identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
