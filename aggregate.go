@@ -75,6 +75,9 @@ type Result struct {
 	Key    Key
 	Agg    Agg
 	Final  bool
+	// State holds the --agg aggregates' state (AggList.Values reads
+	// them); nil without --agg.
+	State *AggState
 }
 
 // CompareResults orders results by window start, then window end, then key:

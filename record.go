@@ -65,6 +65,9 @@ type Record struct {
 	KeyKinds uint64
 	Value    float64
 	HasValue bool // false when the value field is absent or null
+	// Fields holds the aggregates' inputs (AggList.Inputs), one value
+	// each, in order; nil when the lake has no --agg.
+	Fields []AggValue
 
 	Reason Reason
 	Err    string

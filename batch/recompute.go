@@ -37,6 +37,9 @@ type Query struct {
 type Row struct {
 	tidemark.Result
 	Late int64
+	// Aggs are the exact values of the lake's --agg aggregates
+	// (Config.Aggs), in its list order; nil on a lake without them.
+	Aggs []tidemark.AggOut
 }
 
 // Stats says what a recomputation read. FilesRead, PartitionsRead and
@@ -61,8 +64,9 @@ type cellKey struct {
 }
 
 type cell struct {
-	agg  tidemark.Agg
-	late int64
+	agg   tidemark.Agg
+	late  int64
+	exact *exactCell // nil without aggregates
 }
 
 // WindowStarts returns the window starts [from, to) whose windows can hold
@@ -98,6 +102,10 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 	if err != nil {
 		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
 	}
+	ex, err := newExactPlan(lk.Config().Aggs)
+	if err != nil {
+		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
+	}
 	st := p.stats
 	work := p.slices
 	if len(work) == 0 {
@@ -120,7 +128,7 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := aggregator{spec: spec, want: p.want, cells: parts[w]}
+			a := aggregator{spec: spec, want: p.want, cells: parts[w], exact: ex, block: cellBlock{p: ex}}
 			for s := range next {
 				if errs[w] != nil {
 					continue // drain
@@ -156,6 +164,9 @@ feed:
 			if m, ok := merged[k]; ok {
 				m.agg.Merge(c.agg)
 				m.late += c.late
+				if m.exact != nil {
+					m.exact.merge(c.exact)
+				}
 			} else {
 				merged[k] = c
 			}
@@ -166,10 +177,14 @@ feed:
 	}
 	out := make([]Row, 0, len(merged))
 	for k, c := range merged {
-		out = append(out, Row{
+		r := Row{
 			Result: tidemark.Result{Window: tidemark.Window{Start: k.start, End: k.start + spec.Size}, Key: k.key, Agg: c.agg, Final: true},
 			Late:   c.late,
-		})
+		}
+		if c.exact != nil {
+			r.Aggs = ex.out(c.exact)
+		}
+		out = append(out, r)
 	}
 	// All windows here have the lake's size, so the end never decides: the
 	// order is by start, then key.
@@ -185,6 +200,10 @@ type aggregator struct {
 	cells map[cellKey]*cell
 	rows  int64
 	buf   []tidemark.Window
+	// exact computes the aggregates beyond count/sum/min/max; nil
+	// without them.
+	exact *exactPlan
+	block cellBlock
 	// last cell looked up: raw rows come in runs of one key and window.
 	lastKey  cellKey
 	lastCell *cell
@@ -206,11 +225,17 @@ func (a *aggregator) add(b lake.RawBatch) error {
 				c, ok = a.cells[k]
 				if !ok {
 					c = &cell{}
+					if a.exact != nil {
+						c.exact = a.block.next()
+					}
 					a.cells[k] = c
 				}
 				a.lastKey, a.lastCell = k, c
 			}
 			c.agg.Add(b.Value[i], b.HasValue[i])
+			if c.exact != nil {
+				a.exact.add(c.exact, b.Fields, i)
+			}
 			if b.Status[i] == tidemark.StatusLate {
 				c.late++
 			}

@@ -50,6 +50,10 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 	if q.To <= q.From || q.From < lake.AllFrom/2 || q.To > lake.AllTo/2 {
 		return nil, SessionStats{}, fmt.Errorf("sessionize: range [%d, %d): want a bounded, non-empty range", q.From, q.To)
 	}
+	ex, err := newExactPlan(lk.Config().Aggs)
+	if err != nil {
+		return nil, SessionStats{}, fmt.Errorf("sessionize: %w", err)
+	}
 	layout, err := lk.RawLayout(ctx, q.Version)
 	if err != nil {
 		return nil, SessionStats{}, fmt.Errorf("sessionize: %w", err)
@@ -105,7 +109,58 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 		}
 	}
 	slices.SortFunc(out, func(a, b Row) int { return tidemark.CompareResults(a.Result, b.Result) })
+	if ex != nil {
+		if err := s.exact(ctx, ex, out); err != nil {
+			return nil, s.stats, err
+		}
+	}
 	return out, s.stats, nil
+}
+
+// exact computes the aggregates of the sessions in out, once their
+// windows are known: a second scan over their event time reads the input
+// columns of their keys' rows and folds each into the session holding it
+// (a key's sessions are disjoint). Lakes without aggregates never pay it.
+func (s *sessionizer) exact(ctx context.Context, ex *exactPlan, out []Row) error {
+	if len(out) == 0 {
+		return nil
+	}
+	byKey := map[tidemark.Key][]int{} // indexes into out, by start
+	cells := make([]*exactCell, len(out))
+	lo, hi := out[0].Window.Start, out[0].Window.End
+	for i, r := range out {
+		byKey[r.Key] = append(byKey[r.Key], i)
+		cells[i] = ex.newCell()
+		lo, hi = min(lo, r.Window.Start), max(hi, r.Window.End)
+	}
+	q := lake.RawQuery{Time: lake.Between(lo, hi), Columns: []string{lake.ColEventTime, lake.ColKey, lake.ColFields}, Version: s.layout.Version}
+	err := s.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
+		for i := range b.N {
+			idx := byKey[b.Key[i]]
+			if idx == nil {
+				continue
+			}
+			t := b.EventTime[i]
+			j, _ := slices.BinarySearchFunc(idx, t, func(x int, t int64) int {
+				if out[x].Window.End <= t {
+					return -1
+				}
+				return 1
+			})
+			if j == len(idx) || out[idx[j]].Window.Start > t {
+				continue
+			}
+			ex.add(cells[idx[j]], b.Fields, i)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sessionize: %w", err)
+	}
+	for i := range out {
+		out[i].Aggs = ex.out(cells[i])
+	}
+	return nil
 }
 
 // sessionizer is the state of one Sessionize call.
@@ -127,7 +182,8 @@ type sessionizer struct {
 // (nil: every key) into their sessions.
 func (s *sessionizer) scan(ctx context.Context, from, to int64, only map[tidemark.Key]bool) error {
 	s.count(from, to)
-	q := lake.RawQuery{Time: lake.Between(from, to), Columns: lake.WindowColumns, Version: s.layout.Version}
+	// Not the --agg inputs: exact reads them once the sessions are known.
+	q := lake.RawQuery{Time: lake.Between(from, to), Columns: []string{lake.ColEventTime, lake.ColKey, lake.ColValue, lake.ColStatus}, Version: s.layout.Version}
 	err := s.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
 		s.stats.RowsRead += int64(b.N)
 		for i := range b.N {

@@ -57,13 +57,15 @@ type SessionLogRow struct {
 // hold every stored row of the keys overlapping the exact sessions; exact
 // sessions ending after watermark (the stream's W) are never written, nor
 // those ending past the stored sessions they cover within a gap of it (see
-// SessionPlan.Deferred). same decides when an
-// aggregate is unchanged (reconcile passes its own comparison, tolerant
-// of sum rounding); now stamps computed_at.
+// SessionPlan.Deferred). same decides when a stored session already holds
+// the exact one's aggregates (reconcile passes its own comparison,
+// tolerant of sum rounding, and on a lake with --agg requiring exact
+// values); now stamps computed_at. A correction carries the exact
+// session's --agg values, marked exact.
 //
 // A second plan over the result of the first changes nothing: each exact
 // session is then stored once, as it is.
-func PlanSessions(stored []lake.WindowRow, exact []Row, gap, watermark int64, same func(a, b tidemark.Agg) bool, now int64) SessionPlan {
+func PlanSessions(stored []lake.WindowRow, exact []Row, gap, watermark int64, same func(exact Row, stored lake.WindowRow) bool, now int64) SessionPlan {
 	var p SessionPlan
 	byKey := map[tidemark.Key][]lake.WindowRow{}
 	for _, r := range stored {
@@ -86,7 +88,7 @@ func PlanSessions(stored []lake.WindowRow, exact []Row, gap, watermark int64, sa
 				touched[s] = true
 			}
 		}
-		if len(covered) == 1 && covered[0].Window == e.Window && same(e.Agg, covered[0].Agg) {
+		if len(covered) == 1 && covered[0].Window == e.Window && same(*e, covered[0]) {
 			p.Unchanged++
 			continue
 		}
@@ -127,6 +129,8 @@ func correction(e Row, covered []lake.WindowRow, now int64) SessionCorrection {
 			Origin:     lake.OriginBatch,
 			Revision:   1,
 			ComputedAt: now,
+			Aggs:       e.Aggs,
+			Exact:      e.Aggs != nil,
 		},
 		Replaced: covered,
 	}

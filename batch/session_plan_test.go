@@ -12,7 +12,8 @@ import (
 	"tidemark/lake"
 )
 
-func exactAgg(a, b tidemark.Agg) bool {
+func exactAgg(e batch.Row, s lake.WindowRow) bool {
+	a, b := e.Agg, s.Agg
 	return a.Count == b.Count && a.Min == b.Min && a.Max == b.Max && a.Total() == b.Total()
 }
 

@@ -24,13 +24,18 @@ const (
 // DecoderConfig says how a line becomes a record. The zero value decodes
 // NDJSON with the event time in "event_time" as RFC 3339 or epoch seconds.
 type DecoderConfig struct {
-	Format       string        // "ndjson" (default) or "csv"
-	TimeField    string        // default "event_time"
-	TimeUnit     string        // unit of numeric epochs: "s" (default), "ms", "us", "ns"
-	TimeLayout   string        // optional Go layout for string times, instead of RFC 3339
-	Keys         []string      // grouping fields, in order
-	ValueField   string        // optional numeric field to aggregate
-	ArrivalField string        // optional field holding the arrival time
+	Format       string   // "ndjson" (default) or "csv"
+	TimeField    string   // default "event_time"
+	TimeUnit     string   // unit of numeric epochs: "s" (default), "ms", "us", "ns"
+	TimeLayout   string   // optional Go layout for string times, instead of RFC 3339
+	Keys         []string // grouping fields, in order
+	ValueField   string   // optional numeric field to aggregate
+	ArrivalField string   // optional field holding the arrival time
+	// Aggs are the --agg inputs (tidemark.AggList.Inputs), which the
+	// decoder extracts into Record.Fields, in order. A number input
+	// whose value is neither a number nor a numeric string (nor null) is
+	// bad_value, as for ValueField; a text input takes any value.
+	Aggs         []tidemark.AggInput
 	MaxFuture    time.Duration // event time allowed ahead of arrival; 0 = 1h, < 0 disables
 	MaxLineBytes int           // longest line accepted; 0 = 1 MiB
 	// MinEventTime is the time sanity floor (--min-event-time): events
@@ -128,6 +133,7 @@ func (c DecoderConfig) WithDefaults() DecoderConfig { return c.withDefaults() }
 type fieldPaths struct {
 	time, value, arrival []string // nil: no such field
 	keys                 [][]string
+	aggs                 [][]string // Aggs' paths
 }
 
 // pathOf parses a field spec: a key's [name=]path, another field's path.
@@ -169,6 +175,12 @@ func (c DecoderConfig) paths() (fieldPaths, error) {
 			return fp, err
 		}
 		fp.keys = append(fp.keys, p)
+	}
+	for _, in := range c.Aggs {
+		if len(in.Field.Path) == 0 {
+			return fp, fmt.Errorf("ingest: --agg input %q has no field path", in.Field.Name)
+		}
+		fp.aggs = append(fp.aggs, in.Field.Path)
 	}
 	return fp, nil
 }

@@ -23,6 +23,7 @@ type CSVDecoder struct {
 	timeCol   int // -1 when the header lacks the column
 	keyCols   []int
 	valCol    int
+	aggCols   []int // the --agg inputs' columns, -1 where the header lacks one
 	arrCol    int
 	buf       []byte // unquoted field contents
 	bounds    []int  // field i is buf[bounds[2i]:bounds[2i+1]]
@@ -71,6 +72,9 @@ func NewCSVDecoder(cfg DecoderConfig, header []byte) (*CSVDecoder, error) {
 	}
 	if f.paths.arrival != nil {
 		d.arrCol = col(dotted(f.paths.arrival))
+	}
+	for _, p := range f.paths.aggs {
+		d.aggCols = append(d.aggCols, col(dotted(p)))
 	}
 	return d, nil
 }
@@ -127,6 +131,26 @@ func (d *CSVDecoder) Decode(r *tidemark.Record) {
 			}
 			r.Value, r.HasValue = v, true
 		}
+	}
+	if len(d.aggCols) > 0 {
+		fs := d.aggFields()
+		for i, c := range d.aggCols {
+			if c < 0 || len(d.field(c)) == 0 {
+				continue // null, as for keys
+			}
+			b := d.field(c)
+			if d.cfg.Aggs[i].Text {
+				fs[i] = tidemark.AggValue{Text: string(b), Present: true}
+				continue
+			}
+			v, ok := parseValue(b)
+			if !ok {
+				d.badAgg(r, i, b, "")
+				return
+			}
+			fs[i] = tidemark.AggValue{Num: v, Present: true}
+		}
+		r.Fields = fs
 	}
 	if len(d.keyCols) > 0 {
 		d.keyBuf = d.keyBuf[:0]

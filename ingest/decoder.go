@@ -42,6 +42,32 @@ type fields struct {
 	keyBuf    []byte
 	scratch   []byte
 	keys      keyTable
+	slab      []tidemark.AggValue // Record.Fields are cut from it (aggFields)
+}
+
+// aggSlabRecords is how many records' Fields one slab allocation holds.
+const aggSlabRecords = 256
+
+// aggFields returns a new Fields slice for one record: cut from a slab,
+// never reused (a record keeps its Fields while the lake writes it).
+func (f *fields) aggFields() []tidemark.AggValue {
+	n := len(f.cfg.Aggs)
+	if len(f.slab) < n {
+		f.slab = make([]tidemark.AggValue, n*aggSlabRecords)
+	}
+	out := f.slab[:n:n]
+	f.slab = f.slab[n:]
+	return out
+}
+
+// badAgg quarantines r for input i's value b, which is not a number.
+func (f *fields) badAgg(r *tidemark.Record, i int, b []byte, kind string) {
+	field := f.cfg.Aggs[i].Field.String()
+	if kind != "" {
+		quarantine(r, tidemark.ReasonBadValue, fmt.Sprintf("--agg field %q is %s, not a number", field, kind))
+		return
+	}
+	quarantine(r, tidemark.ReasonBadValue, fmt.Sprintf("--agg field %q is not a finite number: %s", field, quote(b)))
 }
 
 func newFields(cfg DecoderConfig) (fields, error) {
@@ -168,12 +194,12 @@ func isBlank(line []byte) bool {
 // quarantine marks r as bad with reason and detail, clearing event fields.
 func quarantine(r *tidemark.Record, reason tidemark.Reason, err string) {
 	r.Reason, r.Err = reason, err
-	r.EventTime, r.Key, r.Value, r.HasValue = 0, "", 0, false
+	r.EventTime, r.Key, r.Value, r.HasValue, r.Fields = 0, "", 0, false, nil
 }
 
 // resetEvent clears the fields a decoder sets.
 func resetEvent(r *tidemark.Record) {
-	r.EventTime, r.Key, r.Value, r.HasValue = 0, "", 0, false
+	r.EventTime, r.Key, r.Value, r.HasValue, r.Fields = 0, "", 0, false, nil
 	r.Reason, r.Err = tidemark.ReasonNone, ""
 }
 

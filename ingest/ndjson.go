@@ -54,8 +54,9 @@ type NDJSONDecoder struct {
 	lens    uint64   // bit n set: a wanted name is n bytes long (n < 64)
 	timeIdx int
 	keyIdx  []int
-	valIdx  int // -1 if none
-	arrIdx  int // -1 if none
+	valIdx  int   // -1 if none
+	aggIdx  []int // spans of the --agg inputs
+	arrIdx  int   // -1 if none
 	spans   []span
 	stack   []byte
 	errPos  int
@@ -117,6 +118,9 @@ func NewNDJSONDecoder(cfg DecoderConfig) (*NDJSONDecoder, error) {
 	if f.paths.arrival != nil {
 		d.arrIdx = field(f.paths.arrival)
 	}
+	for _, p := range f.paths.aggs {
+		d.aggIdx = append(d.aggIdx, field(p))
+	}
 	top := len(d.names)
 	fix := func(i int) int {
 		if i <= -2 {
@@ -133,6 +137,9 @@ func NewNDJSONDecoder(cfg DecoderConfig) (*NDJSONDecoder, error) {
 	}
 	if d.arrIdx != -1 {
 		d.arrIdx = fix(d.arrIdx)
+	}
+	for i := range d.aggIdx {
+		d.aggIdx[i] = fix(d.aggIdx[i])
 	}
 	for _, j := range nested {
 		d.nested = append(d.nested, nestedField{top: d.slot(paths[j][0]), rest: paths[j][1:]})
@@ -285,6 +292,9 @@ func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 			return
 		}
 	}
+	if len(d.aggIdx) > 0 && !d.aggs(r, line) {
+		return
+	}
 	if len(d.keyIdx) > 0 {
 		d.keyBuf = d.keyBuf[:0]
 		r.KeyKinds = 0
@@ -311,6 +321,50 @@ func (d *NDJSONDecoder) Decode(r *tidemark.Record) {
 		r.Key = d.key()
 	}
 	d.checkTime(r)
+}
+
+// aggs sets r.Fields from the --agg inputs' spans; false when a number
+// input's value is not a number (r is quarantined). A text input's value
+// is its canonical text: a string's contents, a number as a key renders
+// it, true or false, an object or array compacted; null is absent.
+func (d *NDJSONDecoder) aggs(r *tidemark.Record, line []byte) bool {
+	fs := d.aggFields()
+	for i, j := range d.aggIdx {
+		s := d.spans[j]
+		if s.kind == kindNone || s.kind == kindNull {
+			continue
+		}
+		if d.cfg.Aggs[i].Text {
+			var b []byte
+			switch s.kind {
+			case kindObject, kindArray:
+				d.scratch = appendCompact(d.scratch[:0], line[s.start:s.end])
+				b = d.scratch
+			case kindNumber:
+				d.scratch, _ = canonNumber(d.scratch[:0], line[s.start:s.end])
+				b = d.scratch
+			default:
+				b = d.text(line, s)
+			}
+			fs[i] = tidemark.AggValue{Text: string(b), Present: true}
+			continue
+		}
+		switch s.kind {
+		case kindNumber, kindString:
+			b := d.text(line, s)
+			v, ok := parseValue(b)
+			if !ok {
+				d.badAgg(r, i, b, "")
+				return false
+			}
+			fs[i] = tidemark.AggValue{Num: v, Present: true}
+		default:
+			d.badAgg(r, i, nil, s.kind.String())
+			return false
+		}
+	}
+	r.Fields = fs
+	return true
 }
 
 // canonNumber appends a JSON number key's canonical text to dst and

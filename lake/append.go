@@ -449,6 +449,7 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 		cValue = t.col("value")
 	}
 	keyCol := t.keyCols()
+	inputs := l.cfg.Aggs.Inputs
 	return func(cols []*colBuf, lo, hi int) int64 {
 		ev, ar, in := cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints
 		di, of, ba := cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints
@@ -504,6 +505,24 @@ func (l *Lake) rawFill(recs []tidemark.Record, rows []int, ingest, batchID int64
 				}
 			}
 			forEachKeyPart(r.Key, len(keyCol), key)
+			for j, c := range t.user {
+				var v tidemark.AggValue
+				if j < len(r.Fields) {
+					v = r.Fields[j]
+				}
+				b := cols[c]
+				switch {
+				case !v.Present:
+					b.appendZero(t.cols[c].kind)
+				case inputs[j].Text:
+					b.bytes = append(b.bytes, strBytes(v.Text))
+					size += len(v.Text)
+				default:
+					b.floats = append(b.floats, v.Num)
+				}
+				b.null = append(b.null, !v.Present) // optional columns
+				b.n++
+			}
 		}
 		cols[cEvent].ints, cols[cArrival].ints, cols[cIngest].ints = ev, ar, in
 		cols[cDisorder].ints, cols[cOffset].ints, cols[cBatch].ints = di, of, ba

@@ -1,6 +1,8 @@
 package lake
 
 import (
+	"tidemark"
+
 	"context"
 	"slices"
 	"testing"
@@ -29,7 +31,7 @@ func TestFileIDOldLake(t *testing.T) {
 	cfg := testConfig(clock)
 	old := &Lake{st: st, cfg: cfg, clock: clock.Now, tables: map[string]*handle{}}
 	old.cfg.Window = old.cfg.Window.Normalized()
-	raw := &handle{def: withoutFileID(rawEventsTable(cfg.Keys, nil, cfg.ValueField != "")), dt: delta.Open(st, TableRawEvents, delta.Options{Clock: clock.Now})}
+	raw := &handle{def: withoutFileID(rawEventsTable(cfg.Keys, nil, cfg.ValueField != "", tidemark.AggList{})), dt: delta.Open(st, TableRawEvents, delta.Options{Clock: clock.Now})}
 	quar := &handle{def: withoutFileID(quarantineTable()), dt: delta.Open(st, TableQuarantine, delta.Options{Clock: clock.Now})}
 	for _, h := range []*handle{raw, quar} {
 		if err := old.create(ctx, h); err != nil {

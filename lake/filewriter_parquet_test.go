@@ -31,7 +31,9 @@ import (
 // outgrows colfile's word limit mid-chunk.
 
 // pqTable is raw_events with three keys.
-func pqTable() *table { return rawEventsTable([]string{"page", "user", "late_key"}, nil, true) }
+func pqTable() *table {
+	return rawEventsTable([]string{"page", "user", "late_key"}, nil, true, tidemark.AggList{})
+}
 
 // pqRows returns rows of pqTable, one value per column (nil for null), in
 // the table's column order.

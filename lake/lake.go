@@ -57,6 +57,9 @@ const (
 	// confKeyTypes is a JSON array of the key columns' types (KeyType);
 	// absent when every key is text (and on lakes made before typed keys).
 	confKeyTypes = "tidemark.keyTypes"
+	// confAggs is the lake's aggregate list (--agg), a JSON array of
+	// canonical spellings (tidemark.AggList); absent when it has none.
+	confAggs = "tidemark.aggs"
 )
 
 // Input is how a stream reads its lines into the lake: the input format
@@ -88,7 +91,12 @@ type Config struct {
 	// existing lake keeps the types it remembers.
 	KeyTypes   []KeyType
 	ValueField string
-	Window     tidemark.WindowSpec
+	// Aggs are the --agg aggregates: window_results has a column for
+	// each (and exact and agg_state), raw_events one for each input.
+	// A lake remembers them; the zero list is a lake without --agg,
+	// whose tables keep the columns they had before --agg.
+	Aggs   tidemark.AggList
+	Window tidemark.WindowSpec
 	// SessionGap, when not 0, makes the lake hold session windows
 	// with this gap: Open sets Window to {SessionGap, SessionGap}, and a
 	// lake remembers it beside the window, so a session run on a window
@@ -136,7 +144,7 @@ func (c Config) Column(logical string) string { return c.ns.phys(logical) }
 func (c Config) KeyNames() []string { return keyNames(c.Keys) }
 
 func (c Config) adopt() bool {
-	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0 && c.SessionGap == 0
+	return len(c.Keys) == 0 && c.ValueField == "" && c.Window.Size == 0 && c.SessionGap == 0 && c.Aggs.Empty()
 }
 
 func (c Config) slide() int64 { return c.Window.Normalized().Slide }
@@ -149,6 +157,9 @@ func (c Config) describe() string {
 	}
 	if c.ValueField != "" {
 		fmt.Fprintf(&b, "--value %s ", c.ValueField)
+	}
+	if !c.Aggs.Empty() {
+		fmt.Fprintf(&b, "%s ", c.Aggs.Describe())
 	}
 	if c.SessionGap > 0 {
 		fmt.Fprintf(&b, "--session-gap %s", c.Gap())
@@ -177,6 +188,10 @@ func (c Config) configuration() map[string]string {
 	}
 	if c.SessionGap > 0 {
 		m[confSessionGap] = strconv.FormatInt(c.SessionGap.Microseconds(), 10)
+	}
+	if !c.Aggs.Empty() {
+		b, _ := json.Marshal(c.Aggs) // cannot fail: strings
+		m[confAggs] = string(b)
 	}
 	if c.typed() {
 		types := make([]KeyType, len(c.Keys))
@@ -248,6 +263,11 @@ func configFrom(m map[string]string) (Config, error) {
 			}
 		}
 	}
+	if v, ok := m[confAggs]; ok {
+		if err := json.Unmarshal([]byte(v), &c.Aggs); err != nil {
+			return c, fmt.Errorf("table configuration %s=%q: %w", confAggs, v, err)
+		}
+	}
 	if g, ok := m[confSessionGap]; ok {
 		us, err := strconv.ParseInt(g, 10, 64)
 		if err != nil || us <= 0 {
@@ -260,7 +280,14 @@ func configFrom(m map[string]string) (Config, error) {
 
 func sameSetup(a, b Config) bool {
 	return slices.Equal(a.Keys, b.Keys) && a.ValueField == b.ValueField &&
-		a.Window.Size == b.Window.Size && a.slide() == b.slide() && a.SessionGap == b.SessionGap
+		a.Window.Size == b.Window.Size && a.slide() == b.slide() && a.SessionGap == b.SessionGap &&
+		a.Aggs.Equal(b.Aggs)
+}
+
+// withAggs returns c with the aggregate list aggs.
+func withAggs(c Config, aggs tidemark.AggList) Config {
+	c.Aggs = aggs
+	return c
 }
 
 // Lake is an open lake: its four tables on one store. It is safe for
@@ -368,7 +395,9 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	switch {
 	case adopted:
 		cfg.Keys, cfg.ValueField, cfg.Window = remembered.Keys, remembered.ValueField, remembered.Window
-		cfg.SessionGap = remembered.SessionGap
+		cfg.SessionGap, cfg.Aggs = remembered.SessionGap, remembered.Aggs
+	case remembered != nil && !sameSetup(*remembered, cfg) && sameSetup(*remembered, withAggs(cfg, remembered.Aggs)):
+		return nil, fmt.Errorf("open lake %s: %w: the lake keeps %s, this run asks for %s; a lake's aggregates are fixed when it is made: give the same --agg flags in the same order, or another --lake", st, ErrConfigMismatch, remembered.Aggs.Describe(), cfg.Aggs.Describe())
 	case remembered != nil && !sameSetup(*remembered, cfg):
 		return nil, fmt.Errorf("open lake %s: %w: the lake was created with %s, this run asks for %s; use the same flags or another --lake", st, ErrConfigMismatch, remembered.describe(), cfg.describe())
 	case remembered == nil && cfg.adopt():
@@ -378,7 +407,7 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	// The namespace a lake records is the one its files use; a lake made
 	// before namespaces renames nothing (its keys could take no own name).
 	names := cfg.KeyNames()
-	cfg.ns = newNamespace(names)
+	cfg.ns = newNamespace(append(slices.Clone(names), inputNames(cfg.Aggs)...))
 	if remembered != nil {
 		// A lake keeps the key types it was made with (none: all text).
 		cfg.ns, cfg.KeyTypes = remembered.ns, remembered.KeyTypes
@@ -415,12 +444,12 @@ func Open(ctx context.Context, st store.Store, cfg Config) (*Lake, error) {
 	cfg.PayloadCodec = codec
 	l.cfg = cfg
 	defs := map[string]*table{
-		TableRawEvents:     rawEventsTable(names, cfg.KeyTypes, cfg.ValueField != "").in(cfg.ns).withPayload(cfg.PayloadCodec),
+		TableRawEvents:     rawEventsTable(names, cfg.KeyTypes, cfg.ValueField != "", cfg.Aggs).in(cfg.ns).withPayload(cfg.PayloadCodec),
 		TableQuarantine:    quarantineTable().in(cfg.ns).withPayload(cfg.PayloadCodec),
-		TableWindowResults: windowResultsTable(names, cfg.KeyTypes).in(cfg.ns),
+		TableWindowResults: windowResultsTable(names, cfg.KeyTypes, cfg.Aggs).in(cfg.ns),
 		TableReconcileLog:  reconcileLogTable(names, cfg.KeyTypes, cfg.SessionGap > 0).in(cfg.ns),
 		// window_partials: see shard.go.
-		TableWindowPartials: windowPartialsTable(names, cfg.KeyTypes).in(cfg.ns),
+		TableWindowPartials: windowPartialsTable(names, cfg.KeyTypes, cfg.Aggs).in(cfg.ns),
 	}
 	for _, name := range tableNames {
 		l.tables[name] = &handle{def: defs[name], dt: logs[name]}
@@ -486,7 +515,10 @@ func validate(cfg Config, adopted bool) error {
 	if adopted {
 		return nil
 	}
-	return CheckKeys(cfg.Keys)
+	if err := CheckKeys(cfg.Keys); err != nil {
+		return err
+	}
+	return CheckAggs(cfg.Keys, cfg.Aggs)
 }
 
 // create writes version 0 of a table. A racing creator may win; then its

@@ -177,7 +177,7 @@ func TestKeyFieldsRemembered(t *testing.T) {
 	lk := &Lake{st: ost, cfg: ocfg, clock: clock.Now, tables: map[string]*handle{}}
 	lk.cfg.Window.Slide = lk.cfg.Window.Size
 	for _, name := range tableNames {
-		h := &handle{def: rawEventsTable([]string{"a.b", "page"}, nil, true), dt: delta.Open(ost, name, delta.Options{Clock: clock.Now})}
+		h := &handle{def: rawEventsTable([]string{"a.b", "page"}, nil, true, tidemark.AggList{}), dt: delta.Open(ost, name, delta.Options{Clock: clock.Now})}
 		conf := lk.cfg.configuration()
 		delete(conf, confKeyFields)
 		conf[confKeys] = `["a.b","page"]`

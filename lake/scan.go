@@ -29,12 +29,15 @@ const (
 	ColOffset      = "offset"
 	ColBatchID     = "batch_id"
 	ColPayload     = "payload"
+	// ColFields stands for the --agg inputs' columns (RawBatch.Fields).
+	ColFields = "fields"
 )
 
 // WindowColumns are the columns a window recomputation needs.
-var WindowColumns = []string{ColEventTime, ColKey, ColValue, ColStatus}
+// (ColFields reads nothing in a lake without --agg.)
+var WindowColumns = []string{ColEventTime, ColKey, ColValue, ColStatus, ColFields}
 
-var allRawColumns = []string{ColEventTime, ColArrivalTime, ColIngestTime, ColKey, ColValue, ColStatus, ColDisorder, ColSource, ColFile, ColFileID, ColOffset, ColBatchID, ColPayload}
+var allRawColumns = []string{ColEventTime, ColArrivalTime, ColIngestTime, ColKey, ColValue, ColStatus, ColDisorder, ColSource, ColFile, ColFileID, ColOffset, ColBatchID, ColPayload, ColFields}
 
 // TimeRange bounds event time to [From, To) when Bounded; the zero
 // TimeRange is every time. No value of From or To means "no bound": events
@@ -89,6 +92,9 @@ type RawBatch struct {
 	Offset      []int64
 	BatchID     []int64
 	Payload     [][]byte
+	// Fields are the --agg inputs' values (ColFields): one slice per
+	// input of the lake's tidemark.AggList, N values each.
+	Fields [][]tidemark.AggValue
 	// Version is the raw_events version read.
 	Version int64
 }
@@ -234,6 +240,7 @@ type rawScanner struct {
 	cols     []column // columns to decode
 	idx      map[string]int
 	keyCol   []int                   // indexes into cols of the key columns
+	inCol    []int                   // indexes into cols of the --agg input columns
 	keys     map[string]tidemark.Key // interned
 	strs     map[string]string       // interned source/file names
 	*scanBufs
@@ -276,6 +283,10 @@ func (l *Lake) newRawScanner(q RawQuery) (*rawScanner, error) {
 			}
 		case n == ColValue && l.cfg.ValueField == "":
 			// no value column: every row has no value
+		case n == ColFields:
+			for i, c := range t.user {
+				s.inCol = append(s.inCol, addCol("\x00in"+strconv.Itoa(i), c))
+			}
 		default:
 			add(n)
 		}
@@ -423,6 +434,9 @@ func (s *rawScanner) fill(n int) {
 	if s.want[ColKey] {
 		s.fillKeys()
 	}
+	if len(s.inCol) > 0 {
+		s.fillFields()
+	}
 	strs := func(want bool, name string, dst []string) []string {
 		if !want {
 			return nil
@@ -531,6 +545,29 @@ func (s *rawScanner) fillValue(all bool, n int) {
 		s.own.Value = b.Value
 	}
 	s.own.HasValue = b.HasValue
+}
+
+// fillFields sets the batch's Fields for the selected rows.
+func (s *rawScanner) fillFields() {
+	b := &s.batch
+	if len(b.Fields) != len(s.inCol) {
+		b.Fields = make([][]tidemark.AggValue, len(s.inCol))
+	}
+	for j, ci := range s.inCol {
+		c, text := &s.data[ci], s.cols[ci].kind == kindString
+		out := b.Fields[j][:0]
+		for _, r := range s.sel {
+			switch {
+			case c.isNull(r):
+				out = append(out, tidemark.AggValue{})
+			case text:
+				out = append(out, tidemark.AggValue{Text: s.intern(c.bytes[r]), Present: true})
+			default:
+				out = append(out, tidemark.AggValue{Num: c.floats[r], Present: true})
+			}
+		}
+		b.Fields[j] = out
+	}
 }
 
 // fillStatus sets the batch's Status for the selected rows, comparing each

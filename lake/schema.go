@@ -43,9 +43,13 @@ func (k kind) deltaType() string {
 // column is one data column of a table (partition columns are not stored in
 // the data files, as Spark does).
 type column struct {
-	name     string // physical: the name in the files and the Delta schema
-	own      string // tidemark's own column: its logical name (set by newTable)
-	key      bool   // a key column: named by the user, never renamed
+	name string // physical: the name in the files and the Delta schema
+	own  string // tidemark's own column: its logical name (set by newTable)
+	key  bool   // a key column: named by the user, never renamed
+	// user: an --agg column (window_results' aggregates, raw_events'
+	// inputs): named by the user, never renamed, found by position
+	// (table.user).
+	user     bool
 	kind     kind
 	optional bool // OPTIONAL in Parquet; otherwise REQUIRED
 	plain    bool // strings: PLAIN instead of dictionary (high cardinality)
@@ -77,6 +81,7 @@ type table struct {
 	partCols []string       // physical names
 	index    map[string]int // own column's logical name -> index in cols
 	keys     []int          // indexes in cols of the key columns, in key order
+	user     []int          // indexes in cols of the --agg columns, in list order
 	ns       namespace      // own names stored under another name in this lake
 	// payload is the codec of the payload column (column.payload), which
 	// holds most of a raw table's bytes; zstd unless the lake says otherwise.
@@ -92,6 +97,10 @@ func newTable(name string, partCols []string, cols ...column) *table {
 		c := &t.cols[i]
 		if c.key {
 			t.keys = append(t.keys, i)
+			continue
+		}
+		if c.user {
+			t.user = append(t.user, i)
 			continue
 		}
 		if c.own == "" {
@@ -226,12 +235,14 @@ func cat(parts ...[]column) []column {
 	return out
 }
 
-// rawEventsTable: SPEC §4.1. value exists only with a value field.
-func rawEventsTable(keys []string, types []KeyType, hasValue bool) *table {
+// rawEventsTable: SPEC §4.1. value exists only with a value field; the
+// --agg inputs' columns (inputColumns) follow it.
+func rawEventsTable(keys []string, types []KeyType, hasValue bool, aggs tidemark.AggList) *table {
 	var value []column
 	if hasValue {
 		value = []column{{name: "value", kind: kindDouble, optional: true}}
 	}
+	value = append(value, inputColumns(aggs)...)
 	return newTable(TableRawEvents, []string{"event_date", "event_hour"}, cat(
 		[]column{
 			{name: "event_time", kind: kindTimestamp},
@@ -271,7 +282,71 @@ func quarantineTable() *table {
 	)
 }
 
-func windowResultsTable(keys []string, types []KeyType) *table {
+// inputColumns are raw_events' columns of the --agg inputs, one per
+// tidemark.AggList input in order: DOUBLE for a number, STRING for a
+// distinct count's text, null where the line has none. Named after the
+// field; a text input whose name a number input has too gets _text.
+func inputColumns(aggs tidemark.AggList) []column {
+	names := inputNames(aggs)
+	out := make([]column, len(names))
+	for i, in := range aggs.Inputs {
+		kd := kindDouble
+		if in.Text {
+			kd = kindString
+		}
+		out[i] = column{name: names[i], kind: kd, optional: true, user: true}
+	}
+	return out
+}
+
+// inputNames returns raw_events' column names of aggs' inputs.
+func inputNames(aggs tidemark.AggList) []string {
+	out := make([]string, len(aggs.Inputs))
+	for i, in := range aggs.Inputs {
+		out[i] = in.Field.Name
+		if !in.Text {
+			continue
+		}
+		for _, o := range aggs.Inputs {
+			if !o.Text && strings.EqualFold(o.Field.Name, in.Field.Name) {
+				out[i] += "_text"
+				break
+			}
+		}
+	}
+	return out
+}
+
+// aggColumns are window_results' columns of the --agg aggregates (in list
+// order; BIGINT counts, DOUBLE otherwise, null over no values), then
+// exact (false for the stream's estimates, true once recomputed from
+// raw_events) and agg_state (tidemark.AggState's encoding, which shards
+// and restarts merge). A lake without --agg has none of them.
+func aggColumns(aggs tidemark.AggList) []column {
+	if aggs.Empty() {
+		return nil
+	}
+	var out []column
+	for _, a := range aggs.Specs {
+		kd := kindDouble
+		if a.Integer() {
+			kd = kindLong
+		}
+		out = append(out, column{name: a.Column(), kind: kd, optional: true, user: true})
+	}
+	return append(out,
+		column{name: ColExact, kind: kindBool},
+		column{name: ColAggState, kind: kindBinary, optional: true},
+	)
+}
+
+// window_results' own columns of a lake with --agg.
+const (
+	ColExact    = "exact"
+	ColAggState = "agg_state"
+)
+
+func windowResultsTable(keys []string, types []KeyType, aggs tidemark.AggList) *table {
 	return newTable(TableWindowResults, []string{"window_date"}, cat(
 		[]column{
 			{name: "window_start", kind: kindTimestamp},
@@ -289,14 +364,15 @@ func windowResultsTable(keys []string, types []KeyType) *table {
 			{name: "computed_at", kind: kindTimestamp},
 			{name: "watermark", kind: kindTimestamp, optional: true},
 		},
+		aggColumns(aggs),
 	)...)
 }
 
 // windowPartialsTable is window_results' schema partitioned by shard (the
 // stream id) first: each stream rewrites only its own partitions, so the
 // streams' partial upserts never conflict with one another.
-func windowPartialsTable(keys []string, types []KeyType) *table {
-	t := windowResultsTable(keys, types)
+func windowPartialsTable(keys []string, types []KeyType, aggs tidemark.AggList) *table {
+	t := windowResultsTable(keys, types, aggs)
 	return newTable(TableWindowPartials, []string{colShard, "window_date"}, t.cols...)
 }
 
@@ -346,9 +422,15 @@ const badNameChars = " ,;{}()\n\t="
 // tables, partition columns included, to its name.
 var ownColumns = func() map[string]string {
 	own := map[string]string{}
-	for _, t := range []*table{rawEventsTable(nil, nil, true), quarantineTable(), windowResultsTable(nil, nil), reconcileLogTable(nil, nil, true), windowPartialsTable(nil, nil)} {
+	oneAgg, _ := tidemark.ParseAggs([]string{"max(x)"}) // for exact and agg_state
+	for _, t := range []*table{rawEventsTable(nil, nil, true, tidemark.AggList{}), quarantineTable(), windowResultsTable(nil, nil, oneAgg), reconcileLogTable(nil, nil, true), windowPartialsTable(nil, nil, tidemark.AggList{})} {
+		for _, i := range t.user {
+			t.cols[i].name = "" // the example's aggregate column is no own column
+		}
 		for _, c := range t.cols {
-			own[strings.ToLower(c.name)] = c.name
+			if c.name != "" {
+				own[strings.ToLower(c.name)] = c.name
+			}
 		}
 		for _, p := range t.partCols {
 			own[strings.ToLower(p)] = p
@@ -429,4 +511,70 @@ func keyNames(specs []string) []string {
 		out[i] = f.Name
 	}
 	return out
+}
+
+// CheckAggs reports, in one line, why aggs cannot be the aggregate list of
+// a lake with the key specs keys (which CheckKeys accepts), or nil if they
+// can. Each aggregate becomes a window_results column and each input a
+// raw_events column, beside the keys: no two may make one column
+// (ignoring case), and their names obey CheckKeys' rules. An input named
+// like one of tidemark's own columns moves it aside as a key does
+// (namespace).
+func CheckAggs(keys []string, aggs tidemark.AggList) error {
+	taken := map[string]string{} // lower-cased column -> what makes it
+	for _, k := range keyNames(keys) {
+		taken[strings.ToLower(k)] = "the key " + k
+	}
+	check := func(col, what string, a tidemark.AggSpec) error {
+		hint := fmt.Sprintf("name the field: --agg '%s'", renamedAgg(a))
+		switch {
+		case strings.ContainsAny(col, badNameChars):
+			return fmt.Errorf("--agg %q: its column %q holds one of %q, which a Delta column name cannot (Spark refuses the table); %s", a.String(), col, badNameChars, hint)
+		case strings.HasPrefix(strings.ToLower(col), ownPrefix):
+			return fmt.Errorf("--agg %q: column names starting with %q are tidemark's own; %s", a.String(), ownPrefix, hint)
+		}
+		if prev, ok := taken[strings.ToLower(col)]; ok && prev != what {
+			return fmt.Errorf("--agg %q: its %s would be named %q like %s (Spark and DuckDB match column names ignoring case); %s", a.String(), strings.SplitN(what, " ", 2)[0], col, prev, hint)
+		}
+		taken[strings.ToLower(col)] = what
+		return nil
+	}
+	names := inputNames(aggs)
+	for i, in := range aggs.Inputs {
+		a := firstReader(aggs, in)
+		if err := check(names[i], "input "+in.String(), a); err != nil {
+			return err
+		}
+	}
+	for _, a := range aggs.Specs {
+		col := a.Column()
+		if o, ok := ownColumns[strings.ToLower(col)]; ok {
+			return fmt.Errorf("--agg %q: its column %q is one of tidemark's own (%s); name the field: --agg '%s'", a.String(), col, o, renamedAgg(a))
+		}
+		if err := check(col, "column "+col, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstReader returns the first aggregate of aggs that reads in.
+func firstReader(aggs tidemark.AggList, in tidemark.AggInput) tidemark.AggSpec {
+	for _, a := range aggs.Specs {
+		if a.Text() == in.Text && slices.Equal(a.Field.Path, in.Field.Path) {
+			return a
+		}
+	}
+	return tidemark.AggSpec{}
+}
+
+// renamedAgg spells a with its field named anew (the path's segments
+// joined, and a 2 if that is its name already), for hints.
+func renamedAgg(a tidemark.AggSpec) string {
+	b := a
+	b.Field.Name = strings.Join(a.Field.Path, "_")
+	if strings.EqualFold(b.Field.Name, a.Field.Name) {
+		b.Field.Name = "agg_" + b.Field.Name
+	}
+	return b.String()
 }

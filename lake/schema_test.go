@@ -1,6 +1,8 @@
 package lake
 
 import (
+	"tidemark"
+
 	"strings"
 	"testing"
 
@@ -69,7 +71,7 @@ func FuzzCheckKeys(f *testing.F) {
 		}
 		names := keyNames(keys)
 		ns := newNamespace(names)
-		for _, tb := range []*table{rawEventsTable(names, nil, true).in(ns), quarantineTable().in(ns), windowResultsTable(names, nil).in(ns), windowPartialsTable(names, nil).in(ns), reconcileLogTable(names, nil, true).in(ns)} {
+		for _, tb := range []*table{rawEventsTable(names, nil, true, tidemark.AggList{}).in(ns), quarantineTable().in(ns), windowResultsTable(names, nil, tidemark.AggList{}).in(ns), windowPartialsTable(names, nil, tidemark.AggList{}).in(ns), reconcileLogTable(names, nil, true).in(ns)} {
 			seen := map[string]bool{}
 			for _, name := range append(colNames(tb), tb.partCols...) {
 				if name == "" || strings.ContainsAny(name, badNameChars) {

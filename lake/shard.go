@@ -678,10 +678,20 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64, m *Merge) 
 // the package comment in shard.go.
 func mergeShards(self string, r WindowRow, ps []WindowRow, byID map[string]*Shard) WindowRow {
 	var agg tidemark.Agg
+	var state *tidemark.AggState
 	final := true
 	for _, p := range ps {
 		agg.Merge(p.Agg)
 		final = final && p.Final
+		if p.State != nil {
+			if state == nil {
+				state = p.State.Clone()
+			} else if err := state.Merge(p.State); err != nil {
+				// Partials of one lake share its aggregate list
+				// (readAggs checks each state's shape).
+				panic(fmt.Sprintf("lake: merge shard partials of window %d: %v", r.Window.Start, err))
+			}
+		}
 	}
 	wm := r.Watermark
 	for id, s := range byID {
@@ -699,6 +709,7 @@ func mergeShards(self string, r WindowRow, ps []WindowRow, byID map[string]*Shar
 		}
 	}
 	r.Agg, r.Final, r.Watermark, r.Shard = agg, final, wm, ""
+	r.State, r.Aggs, r.Exact = state, nil, false
 	return r
 }
 

@@ -111,6 +111,7 @@ func (l *Lake) upsertWindows(ctx context.Context, m mergeSpec) (int64, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		rows = l.fillAggs(rows)
 		parts := h.withRemovals(h.groupByPartition(rows), h.groupByPartition(m.remove))
 		if len(parts) == 0 && len(m.extra) == 0 && txn == nil {
 			return nil, nil, nil // nothing to record (a hand-over with nothing to copy)
@@ -197,7 +198,7 @@ func samePartition(got, want map[string]*string) bool {
 // nextRevision is the revision of row replacing old: old's when the value
 // is the same, old's + 1 otherwise, and never below row's own.
 func nextRevision(old, row *WindowRow) int64 {
-	if sameValue(old.Agg, row.Agg) && old.Final == row.Final {
+	if sameValue(old.Agg, row.Agg) && old.Final == row.Final && old.Exact == row.Exact && slices.Equal(old.Aggs, row.Aggs) {
 		return max(old.Revision, row.Revision)
 	}
 	return max(old.Revision+1, row.Revision)
@@ -293,6 +294,23 @@ func (l *Lake) writeReconcileLog(ctx context.Context, rows []ReconcileRow) (addF
 		return addFile{}, err
 	}
 	return addFile{dataFile: f, pv: map[string]*string{}}, nil
+}
+
+// fillAggs returns rows with the Aggs of those that have none computed
+// from their State (see WindowRow.Aggs), so that an upsert compares and
+// writes the values once; in a copy, as the caller's rows are not ours
+// to change.
+func (l *Lake) fillAggs(rows []WindowRow) []WindowRow {
+	if l.cfg.Aggs.Empty() || !slices.ContainsFunc(rows, func(r WindowRow) bool { return r.Aggs == nil }) {
+		return rows
+	}
+	rows = slices.Clone(rows)
+	for i := range rows {
+		if rows[i].Aggs == nil {
+			rows[i].Aggs = l.cfg.Aggs.Values(rows[i].State)
+		}
+	}
+	return rows
 }
 
 // sameValue compares two aggregates as window_results stores them (count,

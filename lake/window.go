@@ -26,6 +26,13 @@ type WindowRow struct {
 	// Shard is the stream id a window_partials row belongs to; "" in
 	// window_results, whose rows are the merge of every shard's.
 	Shard string
+	// Aggs are the --agg aggregates' values, in the lake's list order;
+	// nil means "from Result.State" (the stream's estimates), which
+	// writing fills in. Rows read back have them as stored.
+	Aggs []tidemark.AggOut
+	// Exact: Aggs were computed from every raw row (batch, reconcile),
+	// not estimated from the sketches of Result.State.
+	Exact bool
 }
 
 // Origins of window rows.
@@ -224,8 +231,43 @@ func (l *Lake) writeWindowRows(ctx context.Context, h *handle, rows []WindowRow,
 	cStart, cEnd, cCount := t.col("window_start"), t.col("window_end"), t.col("count")
 	cSum, cMin, cMax, cFinal := t.col("sum"), t.col("min"), t.col("max"), t.col("final")
 	cOrigin, cRev, cComputed, cWM := t.col("origin"), t.col("revision"), t.col("computed_at"), t.col("watermark")
+	aggs := l.cfg.Aggs
+	cExact, cState := -1, -1
+	if !aggs.Empty() {
+		cExact, cState = t.col(ColExact), t.col(ColAggState)
+	}
+	var state []byte
 	for i := range rows {
 		r := &rows[i]
+		if cExact >= 0 {
+			vals := r.Aggs
+			if vals == nil {
+				vals = aggs.Values(r.State)
+			}
+			for j, c := range t.user {
+				if j < len(vals) && vals[j].Valid {
+					if aggs.Specs[j].Integer() {
+						w.long(c, int64(vals[j].V))
+					} else {
+						w.double(c, vals[j].V)
+					}
+				} else {
+					w.null(c)
+				}
+			}
+			w.boolean(cExact, r.Exact)
+			if r.State != nil {
+				// One buffer per row: the writer keeps the bytes until
+				// the chunk is encoded.
+				if state, err = r.State.AppendBinary(nil); err != nil {
+					w.abort()
+					return addFile{}, fmt.Errorf("encode the aggregate state of window %d key %s: %w", r.Window.Start, r.Key, err)
+				}
+				w.bytes(cState, state)
+			} else {
+				w.null(cState)
+			}
+		}
 		w.long(cStart, r.Window.Start)
 		w.long(cEnd, r.Window.End)
 		w.key(keyCol, r.Key)
@@ -281,6 +323,10 @@ func (l *Lake) readWindowRows(ctx context.Context, h *handle, a *delta.Add) ([]W
 		start, end, count := col("window_start"), col("window_end"), col("count")
 		sum, mn, mx, final := col("sum"), col("min"), col("max"), col("final")
 		origin, rev, computed, wm := col("origin"), col("revision"), col("computed_at"), col("watermark")
+		var exact, state *colData
+		if !l.cfg.Aggs.Empty() {
+			exact, state = col(ColExact), col(ColAggState)
+		}
 		for i := range n {
 			kb = kb[:0]
 			for _, c := range keyCol {
@@ -306,10 +352,44 @@ func (l *Lake) readWindowRows(ctx context.Context, h *handle, a *delta.Add) ([]W
 				v := wm.ints[i]
 				r.Watermark = &v
 			}
+			if exact != nil {
+				if err := l.readAggs(&r, t, data, exact, state, i); err != nil {
+					return nil, fmt.Errorf("read %s: %w", a.Path, err)
+				}
+			}
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// readAggs sets r's Aggs, Exact and State from row i of a window table's
+// decoded columns.
+func (l *Lake) readAggs(r *WindowRow, t *table, data []colData, exact, state *colData, i int) error {
+	r.Aggs = make([]tidemark.AggOut, len(t.user))
+	for j, c := range t.user {
+		d := &data[c]
+		switch {
+		case d.isNull(i):
+		case t.cols[c].kind == kindLong:
+			r.Aggs[j] = tidemark.AggOut{V: float64(d.ints[i]), Valid: true}
+		default:
+			r.Aggs[j] = tidemark.AggOut{V: d.floats[i], Valid: true}
+		}
+	}
+	r.Exact = exact.bools[i]
+	if state.isNull(i) {
+		return nil
+	}
+	s := new(tidemark.AggState)
+	if err := s.UnmarshalBinary(state.bytes[i]); err != nil {
+		return fmt.Errorf("window %d key %s: %w", r.Window.Start, r.Key, err)
+	}
+	if !l.cfg.Aggs.Fits(s) {
+		return fmt.Errorf("window %d key %s: %w: its shape is not the lake's aggregate list's (%s)", r.Window.Start, r.Key, tidemark.ErrAggState, l.cfg.Aggs.Describe())
+	}
+	r.State = s
+	return nil
 }
 
 // fileTimeRange returns a timestamp column's bounds of a file from its Delta stats, widened by the 1 ms the stats

@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
-	r := &run{cfg: cfg, lk: lk, rep: rep, log: log, clock: clock, spec: lk.Config().Window, hasValue: lk.Config().ValueField != ""}
+	r := &run{cfg: cfg, lk: lk, rep: rep, log: log, clock: clock, spec: lk.Config().Window, hasValue: lk.Config().ValueField != "", aggs: lk.Config().Aggs}
 	if err := r.do(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}

@@ -24,9 +24,11 @@ type run struct {
 	spec     tidemark.WindowSpec
 	hasValue bool
 
-	w       int64 // windows ending at or before w are closed
-	rows    []lake.WindowRow
-	logRows []lake.ReconcileRow
+	w        int64 // windows ending at or before w are closed
+	aggs     tidemark.AggList
+	rawNoted bool // newRawWindows has run
+	rows     []lake.WindowRow
+	logRows  []lake.ReconcileRow
 }
 
 // cellKey identifies a (window, key) by window start.
@@ -78,7 +80,10 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rfrom, rto, hasRange, err := r.checkRange(ctx)
+	if err := r.estimatedWindows(ctx, p, late); err != nil {
+		return err
+	}
+	rfrom, rto, hasRange, err := r.checkRange(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -151,33 +156,47 @@ func (r *run) shardWindows(ctx context.Context, p *priorRuns, late map[int64]map
 	if err != nil {
 		return 0, err
 	}
-	note := func(start int64) {
-		d := dayOf(start)
-		if late[d] == nil {
-			late[d] = map[int64]bool{}
-		}
-		late[d][start] = true
-	}
 	for _, s := range starts {
-		note(s)
+		note(late, s)
 	}
-	if rawTo := r.rep.RawTo; rawTo > p.raw {
-		var buf []tidemark.Window
-		q := lake.RawQuery{MinCommitVersion: p.raw, Columns: []string{lake.ColEventTime}, Version: rawTo}
-		err := r.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
-			for _, t := range b.EventTime[:b.N] {
-				buf = r.spec.Assign(buf[:0], t)
-				for _, win := range buf {
-					note(win.Start)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, fmt.Errorf("find the windows of raw rows since the last run: %w", err)
-		}
+	if err := r.newRawWindows(ctx, p, late); err != nil {
+		return 0, err
 	}
 	return version, nil
+}
+
+// note adds the window starting at start to the windows to check, by day.
+func note(wins map[int64]map[int64]bool, start int64) {
+	d := dayOf(start)
+	if wins[d] == nil {
+		wins[d] = map[int64]bool{}
+	}
+	wins[d][start] = true
+}
+
+// newRawWindows adds the windows holding a raw row committed since the
+// last run (ok or late) to the windows to check.
+func (r *run) newRawWindows(ctx context.Context, p *priorRuns, wins map[int64]map[int64]bool) error {
+	rawTo := r.rep.RawTo
+	if rawTo <= p.raw || r.rawNoted {
+		return nil
+	}
+	r.rawNoted = true
+	var buf []tidemark.Window
+	q := lake.RawQuery{MinCommitVersion: p.raw, Columns: []string{lake.ColEventTime}, Version: rawTo}
+	err := r.lk.ScanRaw(ctx, q, func(b lake.RawBatch) error {
+		for _, t := range b.EventTime[:b.N] {
+			buf = r.spec.Assign(buf[:0], t)
+			for _, win := range buf {
+				note(wins, win.Start)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("find the windows of raw rows since the last run: %w", err)
+	}
+	return nil
 }
 
 // lateWindows returns the windows holding late rows, by day: in files
@@ -222,8 +241,13 @@ func (r *run) lateWindows(ctx context.Context, p *priorRuns, rawTo int64) (map[i
 // checkRange returns the window starts the flags ask to check, clamped to
 // the days that can hold windows of the lake's events, so that a wide
 // --since on a young lake costs nothing.
-func (r *run) checkRange(ctx context.Context) (from, to int64, ok bool, err error) {
+func (r *run) checkRange(ctx context.Context, p *priorRuns) (from, to int64, ok bool, err error) {
 	from, to, ok = r.cfg.rangeBounds(r.clock())
+	if !r.aggs.Empty() && !p.hasWM {
+		// The first run on a lake with aggregates: every window the
+		// stream has closed holds estimates (see estimatedWindows).
+		from, to, ok = lake.AllFrom, tidemark.AddSat(r.w, 1), true
+	}
 	if !ok {
 		return 0, 0, false, nil
 	}
@@ -326,7 +350,7 @@ func (r *run) day(ctx context.Context, d int64, late map[int64]bool, from, to, r
 // a correction when they differ.
 func (r *run) compare(b *batch.Row, old *lake.WindowRow) {
 	r.rep.Checked++
-	if old != nil && sameAgg(b.Agg, old.Agg) {
+	if old != nil && sameAgg(b.Agg, old.Agg) && r.sameExact(b, old) {
 		r.rep.Unchanged++
 		return
 	}
@@ -337,6 +361,7 @@ func (r *run) compare(b *batch.Row, old *lake.WindowRow) {
 		Revision:   1,
 		ComputedAt: now,
 	}
+	r.setExact(&row, b)
 	lr := lake.ReconcileRow{RunID: r.rep.RunID, Window: b.Window, Key: b.Key, New: b.Agg, LateRows: b.Late, CorrectedAt: now}
 	if old != nil {
 		row.Revision = old.Revision + 1

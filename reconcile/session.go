@@ -54,6 +54,9 @@ func (r *run) sessions(ctx context.Context, p *priorRuns, rawTo int64, hasW bool
 		}
 		add(rows, st)
 	}
+	if err := r.estimatedSessions(ctx, p, rawTo, gap, add); err != nil {
+		return err
+	}
 	from, to, hasRange := r.cfg.rangeBounds(r.clock())
 	if hasRange {
 		rows, st, err := batch.Sessionize(ctx, r.lk, batch.SessionQuery{Gap: gap, From: from, To: to, Version: rawTo})
@@ -68,7 +71,8 @@ func (r *run) sessions(ctx context.Context, p *priorRuns, rawTo int64, hasW bool
 		return err
 	}
 	r.log.Info("reconcile plan", "sessions", len(rows), "stored", len(stored))
-	plan := batch.PlanSessions(stored, rows, gap.Microseconds(), r.w, sameAgg, r.clock().UnixMicro())
+	same := func(e batch.Row, s lake.WindowRow) bool { return sameAgg(e.Agg, s.Agg) && r.sameExact(&e, &s) }
+	plan := batch.PlanSessions(stored, rows, gap.Microseconds(), r.w, same, r.clock().UnixMicro())
 	r.report(plan, len(rows))
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(1, 1)

@@ -9,6 +9,11 @@
 #   (a) stream:    tidemark stream --once --drain      vs duck ingest (read_json -> Parquet), every size
 #   (b) batch:     $BATCH_CMD                          vs duck groupby (window x key over raw_events), largest size
 #   (c) lateness:  tidemark lateness --format json     vs duck quantiles (quantile_disc), largest size
+#   (d) reconcile: tidemark reconcile over every window of a lake streamed with
+#                  $AGG_FLAGS (exact percentiles, distinct counts) vs the same over
+#                  the count/sum/min/max lake of (a) vs duck aggs (the same
+#                  aggregates from raw_events payloads), largest size; skipped
+#                  when tidemark has no --agg
 # and the extra shapes of -x (comma-separated; default wide,peruser; none):
 #   wide:     1M events, 100,000 keys, 64 files: stream vs duck ingest
 #   peruser:  600k events: tidemark --key user_id against --key page (same events)
@@ -39,7 +44,13 @@ BATCH_CMD=${BATCH_CMD:-'recompute --lake {LAKE} --format count'}
 # Flags shared by every tidemark stream run (the lake and source are added).
 STREAM_FLAGS=${STREAM_FLAGS:-'--window 1m --key page --value value --arrival-field arrival_time --lateness 10s --once --drain'}
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# (d): the aggregates of the aggregates lake, as tidemark spells them, and
+# the window starts reconcile checks (the generator's events start
+# 2026-01-01; every window of the input is in the range).
+AGG_FLAGS=${AGG_FLAGS:-'--agg avg(value) --agg p50(value) --agg p99(value) --agg count_distinct(user_id)'}
+RECONCILE_RANGE=${RECONCILE_RANGE:-'--from 2025-12-31T00:00:00Z --to 2026-01-03T00:00:00Z'}
+
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while getopts "n:r:k:f:o:t:s:x:Kh" opt; do
   case $opt in
     n) SIZES=$OPTARG ;;
@@ -262,6 +273,46 @@ for ((r = 1; r <= ROUNDS; r++)); do
   done
 done
 
+# ---- (d) reconcile with aggregates ---------------------------------------------
+# Both tidemark sides reconcile a fresh copy of their lake (the copy is not
+# measured) over RECONCILE_RANGE, so both recompute every closed window:
+# the plain lake's count/sum/min/max from raw_events' columns, the
+# aggregates lake's from its payloads too, writing every window exact.
+AGG_OK=0
+AGG_LAKE="$TMP/lake-aggs"
+if tm && [[ $LAKE_KIND == "tidemark stream" ]] && "$TMP/tidemark" stream --help 2>/dev/null | grep -- '--agg' >/dev/null; then
+  log "(d) streaming the aggregates lake: $AGG_FLAGS"
+  rm -rf "$AGG_LAKE"
+  # shellcheck disable=SC2086 # word lists
+  measure "d-stream-aggs" "stream+aggs@$N" tidemark 1 "$TMP/tidemark" stream --source "$IN" --lake "$AGG_LAKE" $STREAM_FLAGS $AGG_FLAGS
+  tail -n 1 "$TMP/runs.tsv" | grep -q $'\t1\t[^\t]*$' && AGG_OK=1
+else
+  log "(d) skipped: tidemark has no --agg (or no stream lake)"
+fi
+AGG_DUCK=$(sed -e 's/--agg //g' -e 's/ /,/g' <<<"$AGG_FLAGS")
+if [[ $AGG_OK == 1 ]]; then
+  for ((r = 1; r <= ROUNDS; r++)); do
+    log "round $r/$ROUNDS: (d) reconcile (plain, aggregates) vs duck aggs"
+    sides=(plain aggs duck)
+    ((r % 2 == 0)) && sides=(duck aggs plain)
+    for side in "${sides[@]}"; do
+      case $side in
+        plain | aggs)
+          src=$LAKE
+          [[ $side == aggs ]] && src=$AGG_LAKE
+          rm -rf "$TMP/rc-lake" && cp -a "$src" "$TMP/rc-lake"
+          # shellcheck disable=SC2086 # RECONCILE_RANGE is a word list
+          measure "d-$side-$r" reconcile "$side" "$r" "$TMP/tidemark" reconcile --lake "$TMP/rc-lake" $RECONCILE_RANGE --format json
+          rm -rf "$TMP/rc-lake"
+          ;;
+        duck)
+          measure "d-duck-$r" reconcile duck "$r" "$TMP/duck" aggs -lake "$AGG_LAKE" -window 1m -key page -agg "$AGG_DUCK"
+          ;;
+      esac
+    done
+  done
+fi
+
 # ---- report ------------------------------------------------------------------
 # median PHASE SIDE FIELD(4=wall,5=rss,7=cpu): median over successful runs, or "FAIL".
 median() {
@@ -331,6 +382,23 @@ COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
     echo "| \`--key page\` | $pw | $(median peruser page 7) | $(mib "$(median peruser page 5)") |"
     echo "| \`--key user_id\` | $uw | $(median peruser user 7) | $(mib "$(median peruser user 5)") |"
     echo "| user / page time | $(ratio "$uw" "$pw") | | |"
+  fi
+  if [[ $AGG_OK == 1 ]]; then
+    pw=$(median reconcile plain 4); aw=$(median reconcile aggs 4); dw=$(median reconcile duck 4)
+    checked=$(sed -n 's/.*"windows_checked": *\([0-9]*\).*/\1/p' "$TMP/d-aggs-1.out" 2>/dev/null | head -n 1)
+    corrected=$(sed -n 's/.*"windows_corrected": *\([0-9]*\).*/\1/p' "$TMP/d-aggs-1.out" 2>/dev/null | head -n 1)
+    pchecked=$(sed -n 's/.*"windows_checked": *\([0-9]*\).*/\1/p' "$TMP/d-plain-1.out" 2>/dev/null | head -n 1)
+    pcorrected=$(sed -n 's/.*"windows_corrected": *\([0-9]*\).*/\1/p' "$TMP/d-plain-1.out" 2>/dev/null | head -n 1)
+    echo
+    echo "(d) reconcile over every window ($RECONCILE_RANGE), $RAW_ROWS raw rows: the plain lake checked ${pchecked:-?} windows and corrected ${pcorrected:-?} (late rows); the aggregates lake checked ${checked:-?} and corrected ${corrected:-?} (estimates made exact)."
+    echo
+    echo "| side | command | median wall (s) | median CPU-s | median peak RSS (MiB) | time / plain reconcile |"
+    echo "|---|---|---:|---:|---:|---:|"
+    echo "| tidemark, count/sum/min/max lake | \`tidemark reconcile $RECONCILE_RANGE\` | $pw | $(median reconcile plain 7) | $(mib "$(median reconcile plain 5)") | 1.00 |"
+    echo "| tidemark, aggregates lake | same, lake streamed with \`$AGG_FLAGS\` | $aw | $(median reconcile aggs 7) | $(mib "$(median reconcile aggs 5)") | $(ratio "$aw" "$pw") |"
+    echo "| DuckDB | \`duck aggs -agg $AGG_DUCK\` (query only, no writes) | $dw | $(median reconcile duck 7) | $(mib "$(median reconcile duck 5)") | $(ratio "$dw" "$pw") |"
+    echo
+    echo "Streaming the aggregates lake took $(median "stream+aggs@$N" tidemark 4) s (peak RSS $(mib "$(median "stream+aggs@$N" tidemark 5)") MiB); stream@$N above is the same input without --agg."
   fi
   echo
   echo "SPEC §8 targets: stream >= 1.00 x DuckDB ingest; batch >= 0.50 x DuckDB group-by;"

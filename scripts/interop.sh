@@ -41,3 +41,13 @@ go run ./scripts/gen -events "${INTEROP_EVENTS:-20000}" -seed 7 -files 4 -rate 2
   --session-gap 30s --lateness 1s --max-batch-rows 900 --once --drain --lake "$work/sessions"
 "$work/tidemark" reconcile --lake "$work/sessions"
 "$work/duck" interop -lake "$work/sessions" -input "$work/in" -check-files -version "$version"
+
+# An aggregates lake (--agg): window_results has a column per aggregate
+# (DOUBLE, BIGINT for the distinct count), exact and agg_state; raw_events
+# a column per input. Reconcile makes every closed window exact (rewriting
+# all of window_results); DuckDB reads every table of it.
+"$work/tidemark" stream --source "$work/in" --key page --value value --arrival-field arrival_time \
+  --agg 'avg(value)' --agg 'p50(value)' --agg 'p99.9(value)' --agg 'count_distinct(user_id)' \
+  --window 1m --lateness 1s --max-batch-rows 900 --once --drain --lake "$work/aggs"
+"$work/tidemark" reconcile --lake "$work/aggs"
+"$work/duck" interop -lake "$work/aggs" -input "$work/in" -check-files -version "$version"

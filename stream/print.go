@@ -16,16 +16,17 @@ import (
 // are this stream's partial, window_results holds the merge.
 func (r *runner) print(batchID int64, results []tidemark.Result) error {
 	cfg := r.lake.Config()
-	return printResults(r.cfg.Print, cfg.KeyNames(), cfg.KeyType, cfg.Column, r.cfg.Decoder.ValueField != "", r.shardsOf(batchID) != nil, results)
+	return printResults(r.cfg.Print, cfg.KeyNames(), cfg.KeyType, cfg.Column, r.cfg.Decoder.ValueField != "", cfg.Aggs, r.shardsOf(batchID) != nil, results)
 }
 
 // printResults writes emitted windows as JSON lines (SPEC §3):
 // window_start, window_end, one property per key, count, sum/min/max (with a
-// value field; null when no row had a value), final, and with partial
-// "shard_partial":true. The properties other than the keys are named as
+// value field; null when no row had a value), the --agg aggregates under
+// their columns' names (estimates: window_results' exact is false), final,
+// and with partial "shard_partial":true. The properties other than the keys are named as
 // window_results' columns are (col: a key named count moves the count to
 // _tm_count), so a line never names one property twice.
-func printResults(w io.Writer, keys []string, keyType func(int) lake.KeyType, col func(string) string, withValue, partial bool, results []tidemark.Result) error {
+func printResults(w io.Writer, keys []string, keyType func(int) lake.KeyType, col func(string) string, withValue bool, aggs tidemark.AggList, partial bool, results []tidemark.Result) error {
 	bw := bufio.NewWriter(w)
 	buf := make([]byte, 0, 256)
 	name := func(buf []byte, logical string) []byte {
@@ -71,6 +72,9 @@ func printResults(w io.Writer, keys []string, keyType func(int) lake.KeyType, co
 				}
 			}
 		}
+		if !aggs.Empty() {
+			buf = appendAggs(buf, aggs, res.State)
+		}
 		buf = name(append(buf, ','), "final")
 		buf = strconv.AppendBool(buf, res.Final)
 		if partial {
@@ -91,4 +95,23 @@ func appendFloat(buf []byte, v float64) []byte {
 		return append(buf, "null"...)
 	}
 	return strconv.AppendFloat(buf, v, 'g', -1, 64)
+}
+
+// appendAggs writes the --agg aggregates of state as JSON properties, each
+// named by its column: counts as integers, null over no values.
+func appendAggs(buf []byte, aggs tidemark.AggList, state *tidemark.AggState) []byte {
+	for i, v := range aggs.Values(state) {
+		buf = append(buf, ',')
+		buf = strconv.AppendQuote(buf, aggs.Specs[i].Column())
+		buf = append(buf, ':')
+		switch {
+		case !v.Valid:
+			buf = append(buf, "null"...)
+		case aggs.Specs[i].Integer():
+			buf = strconv.AppendInt(buf, int64(v.V), 10)
+		default:
+			buf = appendFloat(buf, v.V)
+		}
+	}
+	return buf
 }

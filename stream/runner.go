@@ -157,6 +157,7 @@ func (r *runner) openLake(ctx context.Context, st store.Store) {
 		Keys:       r.cfg.Decoder.Keys,
 		KeyTypes:   r.keyTypes,
 		ValueField: r.cfg.Decoder.ValueField,
+		Aggs:       r.cfg.Engine.Aggs,
 		Window:     r.cfg.Engine.Window,
 		SessionGap: r.cfg.SessionGap,
 		Logger:     r.cfg.Logger,

@@ -138,6 +138,14 @@ func (c RunnerConfig) Validate() error {
 	if err := lake.CheckKeys(c.Decoder.Keys); err != nil {
 		return err
 	}
+	if !c.Engine.Aggs.Empty() {
+		if c.SessionGap != 0 {
+			return &tidemark.ConfigError{Pkg: "stream", Format: "{Engine.Aggs} with {SessionGap}", Err: engine.ErrSessionAggs}
+		}
+		if err := lake.CheckAggs(c.Decoder.Keys, c.Engine.Aggs); err != nil {
+			return err
+		}
+	}
 	return c.Decoder.Validate()
 }
 
@@ -147,6 +155,9 @@ func configErr(format string, args ...any) *tidemark.ConfigError {
 }
 
 func (c *RunnerConfig) defaults() {
+	// The decoder extracts what the aggregates read (Engine.Aggs is the
+	// one place the list is set).
+	c.Decoder.Aggs = c.Engine.Aggs.Inputs
 	if c.Name == "" {
 		c.Name = "stream"
 	}

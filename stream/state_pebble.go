@@ -142,7 +142,8 @@ func decodePairKey(k []byte) (int64, tidemark.Key, error) {
 	return start, tidemark.Key(out), nil
 }
 
-func decodeAgg(v []byte) (tidemark.Agg, error) { return engine.DecodeAgg(v) }
+// decodePair decodes a pair's value: its aggregate and --agg state.
+func decodePair(v []byte) (tidemark.Agg, *tidemark.AggState, error) { return engine.DecodePair(v) }
 
 // Marker returns the database's marker; ok is false when it has none.
 func (d *pebbleStore) Marker() ([]byte, bool) {
@@ -160,21 +161,21 @@ func (d *pebbleStore) DropMarker() error {
 }
 
 // Get returns the stored aggregate of (start, key).
-func (d *pebbleStore) Get(start int64, key tidemark.Key) (tidemark.Agg, bool, error) {
+func (d *pebbleStore) Get(start int64, key tidemark.Key) (tidemark.Agg, *tidemark.AggState, bool, error) {
 	d.kbuf = pairKey(d.kbuf[:0], start, key)
 	v, closer, err := d.db.Get(d.kbuf)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return tidemark.Agg{}, false, nil
+		return tidemark.Agg{}, nil, false, nil
 	}
 	if err != nil {
-		return tidemark.Agg{}, false, fmt.Errorf("stream: local state %s: %w", d.dir, err)
+		return tidemark.Agg{}, nil, false, fmt.Errorf("stream: local state %s: %w", d.dir, err)
 	}
-	a, err := decodeAgg(v)
+	a, st, err := decodePair(v)
 	closer.Close()
 	if err != nil {
-		return a, false, fmt.Errorf("stream: local state %s: %w", d.dir, err)
+		return a, nil, false, fmt.Errorf("stream: local state %s: %w", d.dir, err)
 	}
-	return a, true, nil
+	return a, st, true, nil
 }
 
 // Scan calls fn for every pair starting in [lo, hi], in key order.
@@ -216,9 +217,12 @@ func (d *pebbleStore) Write(deleteTo int64, del bool, pairs func(put engine.Pair
 			return err
 		}
 	}
-	err := pairs(func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+	err := pairs(func(start int64, key tidemark.Key, agg tidemark.Agg, st *tidemark.AggState) error {
 		d.kbuf = pairKey(d.kbuf[:0], start, key)
-		d.vbuf = engine.AppendAgg(d.vbuf[:0], agg)
+		var err error
+		if d.vbuf, err = engine.AppendPair(d.vbuf[:0], agg, st); err != nil {
+			return err
+		}
 		return b.Set(d.kbuf, d.vbuf, nil)
 	})
 	if err != nil {
@@ -242,9 +246,12 @@ func (d *pebbleStore) Write(deleteTo int64, del bool, pairs func(put engine.Pair
 func (d *pebbleStore) Load(pairs func(put engine.PairFunc) error) error {
 	b := d.db.NewBatch()
 	defer func() { b.Close() }()
-	err := pairs(func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+	err := pairs(func(start int64, key tidemark.Key, agg tidemark.Agg, st *tidemark.AggState) error {
 		d.kbuf = pairKey(d.kbuf[:0], start, key)
-		d.vbuf = engine.AppendAgg(d.vbuf[:0], agg)
+		var err error
+		if d.vbuf, err = engine.AppendPair(d.vbuf[:0], agg, st); err != nil {
+			return err
+		}
 		if err := b.Set(d.kbuf, d.vbuf, nil); err != nil {
 			return err
 		}
@@ -284,12 +291,12 @@ func scanPairs(r pebble.Reader, lower, upper []byte, fn engine.PairFunc) error {
 			it.Close()
 			return err
 		}
-		agg, err := decodeAgg(v)
+		agg, st, err := decodePair(v)
 		if err != nil {
 			it.Close()
 			return err
 		}
-		if err := fn(start, key, agg); err != nil {
+		if err := fn(start, key, agg, st); err != nil {
 			it.Close()
 			return err
 		}

@@ -328,9 +328,14 @@ func FuzzPebbleDecoders(f *testing.F) {
 				t.Fatalf("pair key %x decodes to %d %q, which does not survive re-encoding", data, start, key)
 			}
 		}
-		if a, err := decodeAgg(data); err == nil {
-			b, err := decodeAgg(engine.AppendAgg(nil, a))
-			if err != nil || !bytes.Equal(engine.AppendAgg(nil, b), engine.AppendAgg(nil, a)) {
+		if a, st, err := decodePair(data); err == nil {
+			enc, err := engine.AppendPair(nil, a, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, st2, err := decodePair(enc)
+			again, err2 := engine.AppendPair(nil, b, st2)
+			if err != nil || err2 != nil || !bytes.Equal(again, enc) {
 				t.Fatalf("aggregate %x does not survive re-encoding", data)
 			}
 		}

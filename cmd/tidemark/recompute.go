@@ -62,17 +62,20 @@ func recomputeCommand() *cli.Command {
 	}
 }
 
-// printExact prints exact windows or sessions with their late rows, the
-// columns named as the lake names them (cfg.Column).
+// printExact prints exact windows or sessions with their --agg
+// aggregates and late rows, the columns named as the lake names them
+// (cfg.Column).
 func printExact(c *cli.Context, f *renderer, cfg lake.Config, rows []batch.Row) error {
 	keys := cfg.KeyNames()
 	header := append([]string{cfg.Column("window_start"), cfg.Column("window_end")}, keys...)
-	for _, n := range []string{"count", "sum", "min", "max", "late_rows"} {
+	for _, n := range []string{"count", "sum", "min", "max"} {
 		header = append(header, cfg.Column(n))
 	}
+	header = append(append(header, cfg.Aggs.Columns()...), cfg.Column("late_rows"))
 	f.header(header)
 	for _, r := range rows {
 		cells := windowCells(lake.WindowRow{Result: r.Result}, cfg)[:2+len(keys)+4]
+		cells = append(cells, aggCells(r.Aggs)...)
 		f.row(append(cells, numCell(strconv.FormatInt(r.Late, 10))))
 	}
 	return f.flush(c.App.Writer)

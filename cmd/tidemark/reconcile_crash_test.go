@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,11 +20,20 @@ import (
 // moments of its run, each time on a fresh copy of one lake with hundreds
 // of windows to correct, then reruns it to completion: every window
 // reconcile wrote has exactly its one reconcile_log row, and
-// window_results equals that of an uninterrupted run.
+// window_results equals that of an uninterrupted run. On a lake with
+// --agg, where reconcile rewrites every window exact, the --agg values
+// and exact are compared too.
 func TestReconcileKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full tier: a kill -9 loop on the real binary")
 	}
+	t.Run("plain", func(t *testing.T) { reconcileKill9(t, 32, nil) })
+	t.Run("aggs", func(t *testing.T) {
+		reconcileKill9(t, 16, []string{"--agg", "avg(v)", "--agg", "p99(v)", "--agg", "p50(v)", "--agg", "count_distinct(u)"})
+	})
+}
+
+func reconcileKill9(t *testing.T, runs int, aggs []string) {
 	// Events a second apart over 4 hours, 5 keys; every 4th line arrives
 	// 2 hours late, so the stream (lateness 1m) drops it and reconcile
 	// corrects hundreds of one-minute windows.
@@ -35,14 +45,15 @@ func TestReconcileKill9(t *testing.T) {
 		if i%4 == 3 {
 			ev = ev.Add(-2 * time.Hour)
 		}
-		fmt.Fprintf(&b, `{"event_time":%q,"k":"k%d","v":%d}`+"\n", ev.Format(time.RFC3339), i%5, i%10)
+		fmt.Fprintf(&b, `{"event_time":%q,"k":"k%d","v":%d,"u":"u%d"}`+"\n", ev.Format(time.RFC3339), i%5, i%10, (i*7)%23)
 	}
 	if err := os.WriteFile(filepath.Join(in, "events.ndjson"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	orig := filepath.Join(t.TempDir(), "lake")
-	if _, stderr, code := run(t, "stream", "--source", in, "--key", "k", "--value", "v", "--window", "1m",
-		"--lateness", "1m", "--max-batch-rows", "500", "--once", "--drain", "--lake", orig, "--progress", "/dev/null"); code != 0 {
+	args := append([]string{"stream", "--source", in, "--key", "k", "--value", "v", "--window", "1m",
+		"--lateness", "1m", "--max-batch-rows", "500", "--once", "--drain", "--lake", orig, "--progress", "/dev/null"}, aggs...)
+	if _, stderr, code := run(t, args...); code != 0 {
 		t.Fatalf("stream: exit %d\n%s", code, stderr)
 	}
 	fresh := func() string {
@@ -68,7 +79,10 @@ func TestReconcileKill9(t *testing.T) {
 	if !strings.Contains(out, `"windows_corrected":`) || strings.Contains(out, `"windows_corrected":0`) {
 		t.Fatalf("reference reconcile corrected nothing: %s", out)
 	}
-	want := windowSummary(t, openTestLake(t, ref))
+	want := exactSummary(t, openTestLake(t, ref))
+	if aggs != nil && (strings.Contains(want, "exact=false") || !strings.Contains(want, "exact=true")) {
+		t.Fatalf("reference reconcile left windows estimated:\n%s", want)
+	}
 	t.Logf("reference run: %s, %s", took.Round(time.Millisecond), out)
 
 	wrVersion, err := openTestLake(t, orig).Version(context.Background(), lake.TableWindowResults)
@@ -76,7 +90,7 @@ func TestReconcileKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 33))
-	runs, killed, between := 32, 0, 0
+	killed, between := 0, 0
 	for i := range runs {
 		dir := fresh()
 		cmd := exec.Command(binary, "reconcile", "--lake", dir)
@@ -117,7 +131,7 @@ func TestReconcileKill9(t *testing.T) {
 		// A directory lake's lock is an flock: the killed run's is gone.
 		reconcile(dir)
 		lk = openTestLake(t, dir)
-		if got := windowSummary(t, lk); got != want {
+		if got := exactSummary(t, lk); got != want {
 			t.Errorf("run %d: window_results after kill and rerun differ from an uninterrupted run:\n%s", i, diffLines(got, want))
 		}
 		if bad := logDisagreement(t, lk); bad != "" {
@@ -128,6 +142,25 @@ func TestReconcileKill9(t *testing.T) {
 	if killed == 0 || between == 0 {
 		t.Error("no run was killed between the two commits: the test proves nothing")
 	}
+}
+
+// exactSummary is windowSummary with the --agg values and exact of each
+// row, on a lake with --agg.
+func exactSummary(t *testing.T, lk *lake.Lake) string {
+	t.Helper()
+	if lk.Config().Aggs.Empty() {
+		return windowSummary(t, lk)
+	}
+	rows, err := lk.Windows(context.Background(), lake.AllFrom, lake.AllTo, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%s %s n=%d s=%g aggs=%v exact=%v", r.Window, r.Key, r.Agg.Count, r.Agg.Sum, r.Aggs, r.Exact)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
 }
 
 // logDisagreement lists the windows reconcile wrote (origin batch) without

@@ -32,6 +32,7 @@ func streamCommand() *cli.Command {
 			&cli.BoolFlag{Name: "change-input", Usage: "let the lake remember this run's --format, --time-field, --time-unit and --time-layout instead of refusing ones other than it remembers", EnvVars: env("change-input")},
 			&cli.StringSliceFlag{Name: "key", Usage: "grouping field, any name; repeatable (a row without it groups under null). A dotted path reads a nested NDJSON field (request.path, column path); name=path names the column; a literal dotted name goes in backticks", EnvVars: env("key")},
 			&cli.StringFlag{Name: "value", Usage: "numeric field to aggregate with sum, min and max; a dotted path reads a nested NDJSON field", EnvVars: env("value")},
+			&cli.StringSliceFlag{Name: "agg", Usage: "an aggregate per window and key, with a column of its own in window_results; repeatable: avg(f), sum(f), min(f), max(f), pNN(f) (a percentile: p95, p99.9; live within 1% relative error) or count_distinct(f) (live within ~0.8% standard error); f is a field as --key takes it (request.latency_ms); exact after reconcile. A lake keeps the list it was made with", EnvVars: env("agg")},
 			&cli.StringFlag{Name: "arrival-field", Usage: "field holding the time the event was received (default: when the line is read)", EnvVars: env("arrival-field")},
 			&cli.DurationFlag{Name: "window", Usage: "window length, e.g. 10m (required)", EnvVars: env("window")},
 			&cli.DurationFlag{Name: "slide", Usage: "distance between window starts for sliding windows (default: the window, tumbling)", EnvVars: env("slide")},
@@ -124,6 +125,9 @@ func streamConfig(c *cli.Context) (stream.RunnerConfig, error) {
 		OutputMode:     mode,
 		Policy:         policy,
 		IdleTimeout:    c.Duration("idle-timeout"),
+	}
+	if cfg.Engine.Aggs, err = tidemark.ParseAggs(c.StringSlice("agg")); err != nil {
+		return cfg, err
 	}
 	if cfg.Decoder, err = decoderConfig(c); err != nil {
 		return cfg, err

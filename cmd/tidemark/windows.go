@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"tidemark"
 	"tidemark/lake"
 )
 
@@ -39,6 +40,9 @@ func windowsCommand() *cli.Command {
 			header := append([]string{cfg.Column("window_start"), cfg.Column("window_end")}, cfg.KeyNames()...)
 			for _, n := range []string{"count", "sum", "min", "max", "final", "origin", "revision", "computed_at", "watermark"} {
 				header = append(header, cfg.Column(n))
+			}
+			if !cfg.Aggs.Empty() {
+				header = append(append(header, cfg.Aggs.Columns()...), cfg.Column(lake.ColExact))
 			}
 			f.header(header)
 			for _, r := range rows {
@@ -79,6 +83,26 @@ func windowCells(r lake.WindowRow, cfg lake.Config) []cell {
 		cells = append(cells, timeCell(*r.Watermark))
 	} else {
 		cells = append(cells, nullCell())
+	}
+	if !cfg.Aggs.Empty() {
+		vals := r.Aggs
+		if vals == nil {
+			vals = cfg.Aggs.Values(r.State)
+		}
+		cells = append(append(cells, aggCells(vals)...), numCell(strconv.FormatBool(r.Exact)))
+	}
+	return cells
+}
+
+// aggCells renders the --agg aggregates' values; nulls where not Valid.
+func aggCells(vals []tidemark.AggOut) []cell {
+	cells := make([]cell, 0, len(vals))
+	for _, v := range vals {
+		if v.Valid {
+			cells = append(cells, numCell(strconv.FormatFloat(v.V, 'g', -1, 64)))
+		} else {
+			cells = append(cells, nullCell())
+		}
 	}
 	return cells
 }

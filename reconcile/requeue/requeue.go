@@ -29,7 +29,7 @@ import (
 	"tidemark/lake/store"
 )
 
-// Config is one requeue run. The decoder's Keys and ValueField are the
+// Config is one requeue run. The decoder's Keys, ValueField and Aggs are the
 // lake's (Run sets them); the rest are the settings to decode under.
 type Config struct {
 	Decoder ingest.DecoderConfig
@@ -84,7 +84,7 @@ func Run(ctx context.Context, lk *lake.Lake, cfg Config) (_ *Report, err error) 
 		cfg.RunID = uuid.NewString()
 	}
 	lc := lk.Config()
-	cfg.Decoder.Keys, cfg.Decoder.ValueField = lc.Keys, lc.ValueField
+	cfg.Decoder.Keys, cfg.Decoder.ValueField, cfg.Decoder.Aggs = lc.Keys, lc.ValueField, lc.Aggs.Inputs
 	if in, ok := lk.Input(); ok && cfg.Decoder.Format == "" {
 		cfg.Decoder.Format = in.Format
 	}

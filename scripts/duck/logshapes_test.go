@@ -62,17 +62,6 @@ func runTidemark(t *testing.T, args ...string) string {
 	return out.String()
 }
 
-// jsonPath renders a field path as a DuckDB JSON path: $."a"."b".
-func jsonPath(path []string) string {
-	var b strings.Builder
-	b.WriteString("$")
-	for _, p := range path {
-		b.WriteString(`."` + strings.ReplaceAll(p, `"`, `\"`) + `"`)
-	}
-	return b.String()
-}
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // shape is one random log shape: the paths of the time, key and value
 // fields, and the kind of values each key holds (keyKinds; nil = text).

@@ -6,6 +6,7 @@
 //	duck ingest    -in DIR -out FILE.parquet
 //	duck groupby   -lake DIR [-window 1m] [-key page] [-value value]
 //	duck quantiles -lake DIR
+//	duck aggs      -lake DIR [-window 1m] [-key page] [-agg 'avg(value),p99(value)']
 //	duck interop   -lake DIR [-input DIR]
 //	duck mklake    -in DIR -lake DIR
 //	duck version
@@ -32,6 +33,7 @@ commands:
   ingest     -in DIR -out FILE.parquet    read_json(DIR/*.ndjson) -> Parquet (zstd)
   groupby    -lake DIR                    window x key aggregates over raw_events
   quantiles  -lake DIR                    arrival lag and disorder percentiles of raw_events
+  aggs       -lake DIR [-agg A,B]         tidemark's --agg aggregates, exact, from raw_events payloads
   interop    -lake DIR [-input DIR]       check every Delta table of a lake with DuckDB
   mklake     -in DIR -lake DIR            build a tidemark-shaped raw_events with DuckDB (bench fixture)
   version                                 print DuckDB's version
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return groupbyCmd(ctx, rest, stdout, stderr)
 	case "quantiles":
 		return quantilesCmd(ctx, rest, stdout, stderr)
+	case "aggs":
+		return aggsCmd(ctx, rest, stdout, stderr)
 	case "interop":
 		return interopCmd(ctx, rest, stdout, stderr)
 	case "mklake":

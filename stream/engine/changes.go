@@ -23,13 +23,15 @@ type Changes struct {
 	HasWatermark bool
 	Sources      []SourceState     // every source, sorted by name (a handful; cheaper than diffing)
 	Upserts      []tidemark.Result // in the order the batch first changed them; Final is false
+	// Aggs: the engine has --agg aggregates; every upsert carries its State.
+	Aggs bool
 }
 
 // Changes returns what the last Process call changed. It lists only the
 // pairs the batch touched, never the whole state. After Drain it lists none
 // (every window is closed).
 func (e *Engine) Changes() *Changes {
-	c := &Changes{Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil)}
+	c := &Changes{Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil), Aggs: e.aggs()}
 	if len(e.changed) > 0 {
 		c.Upserts = make([]tidemark.Result, 0, len(e.changed))
 	}
@@ -43,6 +45,7 @@ func (e *Engine) Changes() *Changes {
 			Window: tidemark.Window{Start: ch.start, End: ch.start + size},
 			Key:    e.keys[s.key].key,
 			Agg:    s.agg,
+			State:  e.stateOf(ch.idx).Clone(),
 		})
 	}
 	if len(c.Upserts) == 0 {
@@ -56,7 +59,12 @@ func (e *Engine) Changes() *Changes {
 // pairs): the checkpoint's changelog.
 func (e *Engine) marshalChanges() []byte {
 	b := make([]byte, 0, 64+len(e.changed)*48)
-	b = append(b, changesMagic...)
+	states := e.aggs()
+	if states {
+		b = append(b, withStates(changesMagic)...)
+	} else {
+		b = append(b, changesMagic...)
+	}
 	b = appendBool(b, e.hasW)
 	b = binary.AppendVarint(b, e.w)
 	b = appendSources(b, e.sourceStates(nil))
@@ -80,6 +88,9 @@ func (e *Engine) marshalChanges() []byte {
 		b = binary.AppendVarint(b, size)
 		b = appendString(b, string(e.keys[s.key].key))
 		b = appendAgg(b, s.agg)
+		if states {
+			b = appendState(b, e.stateOf(ch.idx))
+		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -96,6 +107,9 @@ func (e *Engine) Apply(c *Changes) error {
 	}
 	if !c.HasWatermark && e.hasW {
 		return errors.New("stream: changelog without a watermark applied to a state with one")
+	}
+	if c.Aggs != e.aggs() && len(c.Upserts) > 0 {
+		return fmt.Errorf("stream: changelog: %w", errAggsDiffer(c.Aggs))
 	}
 	if dup, ok := e.setState(c.Watermark, c.HasWatermark, c.Sources); !ok {
 		return fmt.Errorf("stream: changelog lists source %q twice", dup)
@@ -127,6 +141,9 @@ func (e *Engine) Apply(c *Changes) error {
 			e.fetch(idx, r.Window.Start, r.Key) // only to count it: the upsert replaces it
 		}
 		e.slots.at(idx).agg = r.Agg
+		if err := e.putState(idx, r.State.Clone()); err != nil {
+			return fmt.Errorf("stream: changelog window %v key %s: %w", r.Window, r.Key, err)
+		}
 	}
 	e.resetChanged()
 	return e.diskErr
@@ -139,13 +156,17 @@ const changesMagic = "TMCL\x01"
 // varint fields, a CRC-32C of everything before it.
 func (c *Changes) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 32+len(c.Sources)*32+len(c.Upserts)*48)
-	b = append(b, changesMagic...)
+	if c.Aggs {
+		b = append(b, withStates(changesMagic)...)
+	} else {
+		b = append(b, changesMagic...)
+	}
 	b = appendBool(b, c.HasWatermark)
 	b = binary.AppendVarint(b, c.Watermark)
 	b = appendSources(b, c.Sources)
 	b = binary.AppendUvarint(b, uint64(len(c.Upserts)))
 	for _, r := range c.Upserts {
-		b = appendResult(b, r)
+		b = appendResult(b, r, c.Aggs)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
@@ -158,6 +179,7 @@ func (c *Changes) UnmarshalBinary(data []byte) error {
 		return err
 	}
 	var out Changes
+	out.Aggs = d.states
 	out.HasWatermark = d.bool()
 	out.Watermark = d.varint()
 	out.Sources = d.sources()

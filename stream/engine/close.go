@@ -55,7 +55,12 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 		for _, idx := range b.slots {
 			s := e.slots.at(idx)
 			if emit {
-				out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true})
+				// The state leaves with the pair: its slot is freed or
+				// (all) the states dropped below.
+				out = append(out, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, Final: true, State: e.stateOf(idx)})
+			}
+			if int(idx) < len(e.states) {
+				e.states[idx] = nil
 			}
 			if all {
 				continue
@@ -89,6 +94,7 @@ func (e *Engine) closeWindows(w int64, out []tidemark.Result, emit bool) []tidem
 // on the next put.
 func (e *Engine) clearOpen() {
 	e.slots, e.free = slab{}, nil
+	e.states = nil
 	e.keys, e.freeKeys = nil, nil
 	e.spare = nil
 	e.keyIDs = keyTable{seed: e.keyIDs.seed}
@@ -116,6 +122,10 @@ func (e *Engine) compact() {
 		keyRemap[i] = -1
 	}
 	var slots slab
+	var states []*tidemark.AggState
+	if e.states != nil {
+		states = make([]*tidemark.AggState, 0, open)
+	}
 	keys := make([]keyEntry, 0, e.keyIDs.Len())
 	keyIDs := keyTable{seed: e.keyIDs.seed}
 	keyIDs.reset(e.keyIDs.Len())
@@ -138,6 +148,9 @@ func (e *Engine) compact() {
 			s.key = kid
 			n := slots.push()
 			*slots.at(n) = s
+			if states != nil {
+				states = append(states, e.stateOf(idx))
+			}
 			keys[kid].last = n
 			remap[idx] = n
 			list = append(list, n)
@@ -150,6 +163,6 @@ func (e *Engine) compact() {
 			e.changed[i].idx = remap[c.idx]
 		}
 	}
-	e.slots, e.keys, e.keyIDs, e.index = slots, keys, keyIDs, index
+	e.slots, e.keys, e.keyIDs, e.index, e.states = slots, keys, keyIDs, index, states
 	e.free, e.freeKeys, e.spare = nil, nil, nil
 }

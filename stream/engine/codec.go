@@ -5,6 +5,10 @@ package engine
 // version, varint fields, a CRC-32C of everything before it), and an
 // aggregate (tidemark.Agg) is encoded in one place, appendAgg and
 // decoder.agg: a field added to Agg changes these two and the version bytes.
+// An engine with --agg aggregates writes its snapshots and changelogs under
+// the next version byte (stateMagicAggs, changesMagicAggs): every result
+// then ends with its tidemark.AggState (appendState), and a frame without
+// them stays byte for byte what it was before --agg.
 
 import (
 	"encoding/binary"
@@ -29,8 +33,12 @@ func varintLen(v int64) int {
 }
 
 // appendSnapshotHeader appends what precedes the open pairs in a snapshot.
-func appendSnapshotHeader(b []byte, spec tidemark.WindowSpec, hasW bool, w int64, srcs []SourceState, open int64) []byte {
-	b = append(b, stateMagic...)
+func appendSnapshotHeader(b []byte, spec tidemark.WindowSpec, hasW bool, w int64, srcs []SourceState, open int64, states bool) []byte {
+	if states {
+		b = append(b, withStates(stateMagic)...)
+	} else {
+		b = append(b, stateMagic...)
+	}
 	b = binary.AppendVarint(b, spec.Size)
 	b = binary.AppendVarint(b, spec.Slide)
 	b = appendBool(b, hasW)
@@ -48,6 +56,7 @@ func (s *State) UnmarshalBinary(data []byte) error {
 		return err
 	}
 	var st State
+	st.Aggs = d.states
 	d.stateHeader(&st)
 	st.Open = d.results()
 	if err := d.finish("state"); err != nil {
@@ -70,12 +79,53 @@ func appendSources(b []byte, srcs []SourceState) []byte {
 
 // appendResult encodes one open (window, key) aggregate: varints for the
 // window and counts, the key's bytes, the four floats as raw bits (NaN and
-// the compensation survive exactly).
-func appendResult(b []byte, r tidemark.Result) []byte {
+// the compensation survive exactly), and with states (a frame of an
+// engine with --agg) the AggState.
+func appendResult(b []byte, r tidemark.Result, states bool) []byte {
 	b = binary.AppendVarint(b, r.Window.Start)
 	b = binary.AppendVarint(b, r.Window.End-r.Window.Start)
 	b = appendString(b, string(r.Key))
-	return appendAgg(b, r.Agg)
+	b = appendAgg(b, r.Agg)
+	if states {
+		b = appendState(b, r.State)
+	}
+	return b
+}
+
+// appendState encodes an aggregate state as a uvarint length (0: none)
+// and tidemark.AggState's encoding.
+func appendState(b []byte, st *tidemark.AggState) []byte {
+	if st == nil {
+		return append(b, 0)
+	}
+	enc, err := st.MarshalBinary()
+	if err != nil {
+		panic(err) // the sketches' encoders fail only on a broken invariant
+	}
+	b = binary.AppendUvarint(b, uint64(len(enc)))
+	return append(b, enc...)
+}
+
+// state decodes what appendState wrote.
+func (d *decoder) state() *tidemark.AggState {
+	n := d.uvarint()
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	st := new(tidemark.AggState)
+	if err := st.UnmarshalBinary(d.b[:n]); err != nil {
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: %w", errStateTruncated, err)
+		}
+		d.b = nil
+		return nil
+	}
+	d.b = d.b[n:]
+	return st
 }
 
 // appendAgg encodes an aggregate: varint counts, the four floats as raw
@@ -95,15 +145,26 @@ const minResultBytes = 29
 // openFramed checks the frame a snapshot and a changelog share (magic,
 // body, CRC-32C) and returns a decoder over the body; what names the kind
 // in errors.
+// A magic's next version byte (withStates) marks a frame whose results
+// carry their AggStates.
 func openFramed(data []byte, magic, what string) (decoder, error) {
-	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
+	states := false
+	if len(data) >= len(magic)+4 && string(data[:len(magic)]) == withStates(magic) && (magic == stateMagic || magic == changesMagic) {
+		states = true
+	} else if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
 		return decoder{}, fmt.Errorf("stream: %s: bad magic or version", what)
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if crc32.Checksum(body, castagnoli) != sum {
 		return decoder{}, fmt.Errorf("stream: %s: checksum mismatch", what)
 	}
-	return decoder{b: body[len(magic):]}, nil
+	return decoder{b: body[len(magic):], states: states}, nil
+}
+
+// withStates returns the magic of a frame whose results carry states: the
+// version byte plus one.
+func withStates(magic string) string {
+	return magic[:len(magic)-1] + string(rune(magic[len(magic)-1]+1))
 }
 
 // finish reports the first decoding error, or trailing bytes after a
@@ -168,6 +229,13 @@ func (d *decoder) skipResult() {
 		return
 	}
 	d.b = d.b[32:]
+	if d.states {
+		if n := d.uvarint(); n > uint64(len(d.b)) {
+			d.fail()
+		} else {
+			d.b = d.b[n:]
+		}
+	}
 }
 
 func (d *decoder) result() tidemark.Result {
@@ -176,6 +244,9 @@ func (d *decoder) result() tidemark.Result {
 	r.Window.End = r.Window.Start + d.varint()
 	r.Key = tidemark.Key(d.string())
 	r.Agg = d.agg()
+	if d.states {
+		r.State = d.state()
+	}
 	return r
 }
 
@@ -206,8 +277,9 @@ func appendString(b []byte, s string) []byte {
 // decoder reads fields, remembering the first error; after one every read
 // returns zero.
 type decoder struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	states bool // results carry AggStates (openFramed)
 }
 
 func (d *decoder) fail() {
@@ -287,6 +359,7 @@ type Encoded struct {
 	*State // Open is empty while pairs holds them
 	pairs  []byte
 	n      int
+	states bool
 }
 
 // DecodeState checks an encoded State whole and returns it with its open
@@ -296,7 +369,7 @@ func DecodeState(data []byte) (*Encoded, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := new(State)
+	st := &State{Aggs: d.states}
 	d.stateHeader(st)
 	n := d.count(minResultBytes)
 	pairs := d.b
@@ -306,13 +379,13 @@ func DecodeState(data []byte) (*Encoded, error) {
 	if err := d.finish("state"); err != nil {
 		return nil, err
 	}
-	return &Encoded{State: st, pairs: pairs, n: n}, nil
+	return &Encoded{State: st, pairs: pairs, n: n, states: d.states}, nil
 }
 
 // Full returns the state with its open pairs decoded.
 func (s *Encoded) Full() *State {
 	if s.pairs != nil {
-		d := decoder{b: s.pairs}
+		d := decoder{b: s.pairs, states: s.states}
 		s.State.Open = make([]tidemark.Result, 0, s.n)
 		for range s.n {
 			s.State.Open = append(s.State.Open, d.result())
@@ -325,7 +398,7 @@ func (s *Encoded) Full() *State {
 // each calls fn for every open pair, decoding one at a time.
 func (s *Encoded) each(fn func(tidemark.Result) error) error {
 	if s.pairs != nil {
-		dec := decoder{b: s.pairs}
+		dec := decoder{b: s.pairs, states: s.states}
 		for range s.n {
 			if err := fn(dec.result()); err != nil {
 				return err
@@ -350,4 +423,29 @@ func DecodeAgg(v []byte) (tidemark.Agg, error) {
 	d := decoder{b: v}
 	a := d.agg()
 	return a, d.finish("local state aggregate")
+}
+
+// AppendPair appends a Store's value for a pair: the aggregate as
+// AppendAgg encodes it, then, with --agg, the state's own encoding to the
+// end (a value without one is AppendAgg's, as before --agg).
+func AppendPair(b []byte, a tidemark.Agg, st *tidemark.AggState) ([]byte, error) {
+	b = appendAgg(b, a)
+	if st == nil {
+		return b, nil
+	}
+	return st.AppendBinary(b)
+}
+
+// DecodePair decodes a value AppendPair encoded.
+func DecodePair(v []byte) (tidemark.Agg, *tidemark.AggState, error) {
+	d := decoder{b: v}
+	a := d.agg()
+	if d.err != nil || len(d.b) == 0 {
+		return a, nil, d.finish("local state aggregate")
+	}
+	st := new(tidemark.AggState)
+	if err := st.UnmarshalBinary(d.b); err != nil {
+		return a, nil, fmt.Errorf("stream: local state aggregate: %w", err)
+	}
+	return a, st, nil
 }

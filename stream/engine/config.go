@@ -123,6 +123,11 @@ type Config struct {
 	OutputMode     OutputMode
 	Policy         Policy
 	IdleTimeout    time.Duration // a source without lines for this long (by Process's now) is idle; 0 = off
+	// Aggs are the --agg aggregates: every open pair then holds a
+	// tidemark.AggState fed its records' Fields, emitted in
+	// Result.State and carried by snapshots, changelogs and the Store.
+	// The window engine only; the session engine refuses them.
+	Aggs tidemark.AggList
 
 	// The budgets in µs, as the engine computes watermarks; set by validate.
 	latenessUS       int64

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -49,6 +50,56 @@ type Engine struct {
 	diskErr error // the first failed store read, reported by Err and the flush
 
 	touched int32 // what touch read, kept so its reads are not optimized away
+
+	// states holds, with --agg, each slot's aggregate state, by slot
+	// index beside the slab (whose chunks stay pointer-free, so a state
+	// without --agg costs the garbage collector nothing more); nil
+	// without --agg.
+	states []*tidemark.AggState
+}
+
+// aggs reports whether the engine has --agg aggregates.
+func (e *Engine) aggs() bool { return !e.cfg.Aggs.Empty() }
+
+// stateOf returns slot idx's aggregate state; nil without --agg.
+func (e *Engine) stateOf(idx int32) *tidemark.AggState {
+	if int(idx) >= len(e.states) {
+		return nil
+	}
+	return e.states[idx]
+}
+
+// putState sets slot idx's aggregate state, which must be of the engine's
+// list (a restored one is checked): the engine owns it from then on.
+func (e *Engine) putState(idx int32, st *tidemark.AggState) error {
+	if !e.aggs() {
+		if st != nil {
+			return errAggsDiffer(true)
+		}
+		return nil
+	}
+	if st == nil || !e.cfg.Aggs.Fits(st) {
+		return fmt.Errorf("its aggregate state does not fit --agg %s: %w", e.cfg.Aggs.Describe(), errAggsDiffer(st != nil))
+	}
+	e.growStates(idx)
+	e.states[idx] = st
+	return nil
+}
+
+// growStates makes states hold slot idx.
+func (e *Engine) growStates(idx int32) {
+	if n := int(idx) + 1; n > len(e.states) {
+		e.states = append(e.states, make([]*tidemark.AggState, n-len(e.states))...)
+	}
+}
+
+// errAggsDiffer says that a checkpoint's aggregates are not the engine's:
+// had tells whether it carries states.
+func errAggsDiffer(had bool) error {
+	if had {
+		return errors.New("the checkpoint was written with other --agg aggregates than this run's (a stream keeps its --agg list; run with the lake's)")
+	}
+	return errors.New("the checkpoint was written without --agg aggregates, this run has some (a stream keeps its --agg list; run with the lake's)")
 }
 
 type keyEntry struct {
@@ -156,6 +207,8 @@ func (e *Engine) Process(recs []tidemark.Record, now time.Time) BatchResult {
 				Window: tidemark.Window{Start: c.start, End: c.start + e.cfg.Window.Size},
 				Key:    e.keys[s.key].key,
 				Agg:    s.agg,
+				// A copy: the pair stays open and changes on.
+				State: e.stateOf(c.idx).Clone(),
 			})
 		}
 	}
@@ -276,6 +329,9 @@ func (e *Engine) add(r *tidemark.Record, h int) (late bool) {
 			s = e.slots.at(idx)
 		}
 		s.agg.Add(r.Value, r.HasValue)
+		if e.aggs() {
+			e.addState(idx, r.Fields)
+		}
 		if s.seqf&changedBit == 0 {
 			s.seqf |= changedBit
 			e.changed = append(e.changed, changedRef{start: win.Start, idx: idx})
@@ -283,6 +339,17 @@ func (e *Engine) add(r *tidemark.Record, h int) (late bool) {
 		pos++ // the next window starts later
 	}
 	return late
+}
+
+// addState folds a record's --agg inputs into slot idx's state, making it.
+func (e *Engine) addState(idx int32, fields []tidemark.AggValue) {
+	e.growStates(idx)
+	st := e.states[idx]
+	if st == nil {
+		st = e.cfg.Aggs.NewState()
+		e.states[idx] = st
+	}
+	e.cfg.Aggs.Add(st, fields)
 }
 
 // findBucket returns the position of the window starting at start in
@@ -367,6 +434,9 @@ func (e *Engine) newSlot(pos int, start int64, kid int32) int32 {
 	}
 	b := &e.buckets[pos]
 	*e.slots.at(idx) = slot{key: kid, seqf: b.seq}
+	if int(idx) < len(e.states) {
+		e.states[idx] = nil
+	}
 	e.keys[kid].refs++
 	e.keys[kid].last = idx
 	b.slots = append(b.slots, idx)

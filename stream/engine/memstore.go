@@ -21,6 +21,7 @@ type memPair struct {
 	start int64
 	key   tidemark.Key
 	agg   tidemark.Agg
+	st    *tidemark.AggState // a copy of what was put; Get and Scan copy it
 }
 
 var _ Store = (*MemStore)(nil)
@@ -39,11 +40,11 @@ func (m *MemStore) find(start int64, key tidemark.Key) (int, bool) {
 }
 
 // Get returns the stored aggregate of (start, key).
-func (m *MemStore) Get(start int64, key tidemark.Key) (tidemark.Agg, bool, error) {
+func (m *MemStore) Get(start int64, key tidemark.Key) (tidemark.Agg, *tidemark.AggState, bool, error) {
 	if i, ok := m.find(start, key); ok {
-		return m.pairs[i].agg, true, nil
+		return m.pairs[i].agg, m.pairs[i].st.Clone(), true, nil
 	}
-	return tidemark.Agg{}, false, nil
+	return tidemark.Agg{}, nil, false, nil
 }
 
 // Scan calls fn for every pair starting in [lo, hi], in order.
@@ -54,7 +55,7 @@ func (m *MemStore) Scan(lo, hi int64, fn PairFunc) error {
 func scanMem(pairs []memPair, lo, hi int64, fn PairFunc) error {
 	i, _ := slices.BinarySearchFunc(pairs, lo, func(a memPair, lo int64) int { return cmp.Compare(a.start, lo) })
 	for ; i < len(pairs) && pairs[i].start <= hi; i++ {
-		if err := fn(pairs[i].start, pairs[i].key, pairs[i].agg); err != nil {
+		if err := fn(pairs[i].start, pairs[i].key, pairs[i].agg, pairs[i].st.Clone()); err != nil {
 			return err
 		}
 	}
@@ -82,13 +83,13 @@ func (m *MemStore) Write(deleteTo int64, del bool, pairs func(put PairFunc) erro
 
 // Load sets pairs.
 func (m *MemStore) Load(pairs func(put PairFunc) error) error {
-	return pairs(func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+	return pairs(func(start int64, key tidemark.Key, agg tidemark.Agg, st *tidemark.AggState) error {
 		i, ok := m.find(start, key)
 		if ok {
-			m.pairs[i].agg = agg
+			m.pairs[i].agg, m.pairs[i].st = agg, st.Clone()
 			return nil
 		}
-		m.pairs = slices.Insert(m.pairs, i, memPair{start: start, key: key, agg: agg})
+		m.pairs = slices.Insert(m.pairs, i, memPair{start: start, key: key, agg: agg, st: st.Clone()})
 		return nil
 	})
 }

@@ -76,9 +76,14 @@ func (k *sessionKey) dueAt(gap int64) int64 {
 	return d
 }
 
+// ErrSessionAggs refuses --agg with session windows: sessions merge and
+// split as rows arrive, and their aggregate states do not follow yet.
+var ErrSessionAggs = errors.New("stream config: --agg works with tumbling and sliding windows (--window, --slide), not yet with session windows (--session-gap); use --value for a session's sum, min and max, or window the stream")
+
 // NewSessionEngine returns a session engine with the given gap, resuming
 // from st when it is not nil. cfg.Window is ignored; cfg.OutputMode must
-// be Append.
+// be Append and cfg.Aggs empty.
+
 func NewSessionEngine(gap time.Duration, cfg Config, st *SessionState) (*SessionEngine, error) {
 	g, err := sessionGap(gap)
 	if err != nil {
@@ -86,6 +91,9 @@ func NewSessionEngine(gap time.Duration, cfg Config, st *SessionState) (*Session
 	}
 	if cfg.OutputMode != Append {
 		return nil, errors.New("stream config: session windows support only append output (--output-mode append)")
+	}
+	if !cfg.Aggs.Empty() {
+		return nil, ErrSessionAggs
 	}
 	cfg.Window = tidemark.WindowSpec{Size: g}
 	if cfg, err = cfg.validate(); err != nil {

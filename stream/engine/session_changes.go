@@ -129,7 +129,7 @@ func (c *SessionChanges) MarshalBinary() ([]byte, error) {
 		b = binary.AppendVarint(b, k.ClosedEnd)
 		b = binary.AppendUvarint(b, uint64(len(k.Open)))
 		for _, s := range k.Open {
-			b = appendResult(b, tidemark.Result{Window: s.Window, Agg: s.Agg})
+			b = appendResult(b, tidemark.Result{Window: s.Window, Agg: s.Agg}, false)
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil

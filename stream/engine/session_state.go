@@ -134,7 +134,7 @@ func (s *SessionState) MarshalBinary() ([]byte, error) {
 	b = appendSources(b, s.Sources)
 	b = binary.AppendUvarint(b, uint64(len(s.Open)))
 	for _, r := range s.Open {
-		b = appendResult(b, r)
+		b = appendResult(b, r, false)
 	}
 	b = binary.AppendUvarint(b, uint64(len(s.Closed)))
 	for _, c := range s.Closed {

@@ -20,6 +20,9 @@ type State struct {
 	HasWatermark bool
 	Sources      []SourceState     // sorted by Name
 	Open         []tidemark.Result // sorted by window and key; Final is false
+	// Aggs: the engine has --agg aggregates, and every open pair its
+	// State (the encoding then carries them).
+	Aggs bool
 }
 
 // SourceState is one source's part of the watermark.
@@ -41,6 +44,7 @@ func (e *Engine) State() *State {
 		HasWatermark: e.hasW,
 		Sources:      make([]SourceState, 0, len(e.sources)),
 		Open:         make([]tidemark.Result, 0, e.index.Len()),
+		Aggs:         e.aggs(),
 	}
 	st.Sources = e.sourceStates(st.Sources)
 	for _, b := range e.buckets {
@@ -48,7 +52,7 @@ func (e *Engine) State() *State {
 		win := tidemark.Window{Start: b.start, End: b.start + e.cfg.Window.Size}
 		for _, idx := range b.slots {
 			s := e.slots.at(idx)
-			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
+			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, State: e.stateOf(idx).Clone()})
 		}
 		slices.SortFunc(st.Open[from:], tidemark.CompareResults)
 	}
@@ -64,6 +68,9 @@ func (e *Engine) load(st *State) error {
 	}
 	if dup, ok := e.setState(st.Watermark, st.HasWatermark, st.Sources); !ok {
 		return fmt.Errorf("source %q listed twice", dup)
+	}
+	if st.Aggs != e.aggs() && len(st.Open) > 0 {
+		return errAggsDiffer(st.Aggs)
 	}
 	for _, r := range st.Open {
 		if r.Window.End-r.Window.Start != e.cfg.Window.Size {
@@ -81,6 +88,9 @@ func (e *Engine) load(st *State) error {
 		}
 		idx := e.newSlot(pos, r.Window.Start, kid)
 		e.slots.at(idx).agg = r.Agg
+		if err := e.putState(idx, r.State.Clone()); err != nil {
+			return fmt.Errorf("open window %v key %s: %w", r.Window, r.Key, err)
+		}
 	}
 	return nil
 }
@@ -92,9 +102,9 @@ const stateMagic = "TMST\x02"
 // a CRC-32C of everything before it.
 func (s *State) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 64+len(s.Sources)*32+len(s.Open)*48)
-	b = appendSnapshotHeader(b, s.Window, s.HasWatermark, s.Watermark, s.Sources, int64(len(s.Open)))
+	b = appendSnapshotHeader(b, s.Window, s.HasWatermark, s.Watermark, s.Sources, int64(len(s.Open)), s.Aggs)
 	for _, r := range s.Open {
-		b = appendResult(b, r)
+		b = appendResult(b, r, s.Aggs)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
@@ -133,7 +143,7 @@ func (e *Engine) writeSnapshot(w io.Writer) (int64, uint32, error) {
 		order = e.sortSlots(bk, order)
 		for _, idx := range bk.slots {
 			s := e.slots.at(idx)
-			if err := sw.add(tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg}); err != nil {
+			if err := sw.add(tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, State: e.stateOf(idx)}); err != nil {
 				return sw.n, 0, err
 			}
 		}
@@ -144,7 +154,7 @@ func (e *Engine) writeSnapshot(w io.Writer) (int64, uint32, error) {
 // snapshotSize is the length of the memory engine's snapshot encoding,
 // added up from the slab without encoding it.
 func (e *Engine) snapshotSize() int64 {
-	n := int64(len(appendSnapshotHeader(nil, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), int64(e.index.Len())))) + 4
+	n := int64(len(appendSnapshotHeader(nil, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), int64(e.index.Len()), false))) + 4
 	sizeLen := int64(varintLen(e.cfg.Window.Size))
 	for _, bk := range e.buckets {
 		startLen := int64(varintLen(bk.start))
@@ -160,20 +170,21 @@ func (e *Engine) snapshotSize() int64 {
 // snapshotWriter encodes a snapshot to a writer in 64 KiB pieces, keeping
 // the frame's running CRC.
 type snapshotWriter struct {
-	w   io.Writer
-	buf []byte
-	n   int64
-	sum uint32
+	w      io.Writer
+	buf    []byte
+	n      int64
+	sum    uint32
+	states bool
 }
 
 func newSnapshotWriter(w io.Writer, e *Engine, open int64) *snapshotWriter {
-	sw := &snapshotWriter{w: w, buf: make([]byte, 0, 64<<10)}
-	sw.buf = appendSnapshotHeader(sw.buf, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), open)
+	sw := &snapshotWriter{w: w, buf: make([]byte, 0, 64<<10), states: e.aggs()}
+	sw.buf = appendSnapshotHeader(sw.buf, e.cfg.Window, e.hasW, e.w, e.sourceStates(nil), open, sw.states)
 	return sw
 }
 
 func (sw *snapshotWriter) add(r tidemark.Result) error {
-	sw.buf = appendResult(sw.buf, r)
+	sw.buf = appendResult(sw.buf, r, sw.states)
 	if len(sw.buf) < 60<<10 {
 		return nil
 	}

@@ -18,8 +18,9 @@ import (
 // stores the pairs. stream's Pebble database is the implementation
 // (stream/state_pebble.go); MemStore is one on the heap, for tests.
 type Store interface {
-	// Get returns the stored aggregate of the pair (start, key).
-	Get(start int64, key tidemark.Key) (agg tidemark.Agg, ok bool, err error)
+	// Get returns the stored aggregate of the pair (start, key), and its
+	// --agg state (nil without --agg), which the caller then owns.
+	Get(start int64, key tidemark.Key) (agg tidemark.Agg, st *tidemark.AggState, ok bool, err error)
 	// Scan calls fn for every stored pair whose window starts in [lo, hi],
 	// in window-start order, then key order (tidemark.Key.Compare).
 	Scan(lo, hi int64, fn PairFunc) error
@@ -53,8 +54,11 @@ type Scanner interface {
 	Scan(lo, hi int64, fn PairFunc) error
 }
 
-// PairFunc receives one open pair: its window start, key and aggregate.
-type PairFunc func(start int64, key tidemark.Key, agg tidemark.Agg) error
+// PairFunc receives one open pair: its window start, key, aggregate and
+// --agg state (nil without --agg). A Store's Scan hands over a state the
+// receiver may keep; a put does not keep the one it is given (it stores
+// a copy or the encoding).
+type PairFunc func(start int64, key tidemark.Key, agg tidemark.Agg, st *tidemark.AggState) error
 
 // stored is the engine's bookkeeping of its Store.
 type stored struct {
@@ -88,7 +92,7 @@ func (e *Engine) fetch(idx int32, start int64, key tidemark.Key) {
 	if e.disk == nil {
 		return
 	}
-	agg, ok, err := e.disk.st.Get(start, key)
+	agg, st, ok, err := e.disk.st.Get(start, key)
 	if err != nil {
 		e.failDisk(err)
 	}
@@ -96,6 +100,9 @@ func (e *Engine) fetch(idx int32, start int64, key tidemark.Key) {
 		s := e.slots.at(idx)
 		s.agg = agg
 		s.seqf |= diskBit
+		if err := e.putState(idx, st); err != nil {
+			e.failDisk(fmt.Errorf("stream: local state %s: window %d key %s: %w", e.disk.st, start, key, err))
+		}
 		return
 	}
 	e.memNew++
@@ -121,13 +128,13 @@ func (e *Engine) closeDisk(hi int64, out []tidemark.Result, emit bool) []tidemar
 		return out
 	}
 	size := e.cfg.Window.Size
-	err := d.st.Scan(d.lowerBound(), hi, func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+	err := d.st.Scan(d.lowerBound(), hi, func(start int64, key tidemark.Key, agg tidemark.Agg, st *tidemark.AggState) error {
 		if e.holds(start, key) {
 			return nil // the slab's copy is newer and closes there
 		}
 		d.open--
 		if emit {
-			out = append(out, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg, Final: true})
+			out = append(out, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg, Final: true, State: st})
 		}
 		return nil
 	})
@@ -189,7 +196,7 @@ func (e *Engine) flushDisk(m *Marker) error {
 		for _, bk := range e.buckets {
 			for _, idx := range bk.slots {
 				s := e.slots.at(idx)
-				if err := put(bk.start, e.keys[s.key].key, s.agg); err != nil {
+				if err := put(bk.start, e.keys[s.key].key, s.agg, e.stateOf(idx)); err != nil {
 					return err
 				}
 			}
@@ -219,6 +226,8 @@ func (e *Engine) evict() {
 	e.buckets = e.buckets[:0]
 	e.free = e.free[:0]
 	e.slots.truncate()
+	clear(e.states)
+	e.states = e.states[:0]
 	e.keys, e.freeKeys = e.keys[:0], e.freeKeys[:0]
 	e.seqs, e.nextSeq = e.seqs[:0], 0
 	e.keyIDs.clear()
@@ -244,9 +253,9 @@ func (e *Engine) writeDiskSnapshot(r Scanner, open int64, w io.Writer) (int64, u
 	sw := newSnapshotWriter(w, e, open)
 	size := e.cfg.Window.Size
 	var count int64
-	err := r.Scan(e.disk.lowerBound(), tidemark.MaxTime, func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+	err := r.Scan(e.disk.lowerBound(), tidemark.MaxTime, func(start int64, key tidemark.Key, agg tidemark.Agg, st *tidemark.AggState) error {
 		count++
-		return sw.add(tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg})
+		return sw.add(tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg, State: st})
 	})
 	if err != nil {
 		return sw.n, 0, fmt.Errorf("stream: local state %s: snapshot: %w", e.disk.st, err)
@@ -261,13 +270,13 @@ func (e *Engine) writeDiskSnapshot(r Scanner, open int64, w io.Writer) (int64, u
 // slab's newer copies, sorted. It holds the whole state in memory: for
 // inspection and tests, never on the batch path.
 func (e *Engine) diskStateCopy() *State {
-	st := &State{Window: e.cfg.Window, Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil)}
+	st := &State{Window: e.cfg.Window, Watermark: e.w, HasWatermark: e.hasW, Sources: e.sourceStates(nil), Aggs: e.aggs()}
 	size := e.cfg.Window.Size
-	err := e.disk.st.Scan(e.disk.lowerBound(), tidemark.MaxTime, func(start int64, key tidemark.Key, agg tidemark.Agg) error {
+	err := e.disk.st.Scan(e.disk.lowerBound(), tidemark.MaxTime, func(start int64, key tidemark.Key, agg tidemark.Agg, as *tidemark.AggState) error {
 		if e.holds(start, key) {
 			return nil
 		}
-		st.Open = append(st.Open, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg})
+		st.Open = append(st.Open, tidemark.Result{Window: tidemark.Window{Start: start, End: start + size}, Key: key, Agg: agg, State: as})
 		return nil
 	})
 	if err != nil {
@@ -277,7 +286,7 @@ func (e *Engine) diskStateCopy() *State {
 		win := tidemark.Window{Start: b.start, End: b.start + size}
 		for _, idx := range b.slots {
 			s := e.slots.at(idx)
-			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg})
+			st.Open = append(st.Open, tidemark.Result{Window: win, Key: e.keys[s.key].key, Agg: s.agg, State: e.stateOf(idx).Clone()})
 		}
 	}
 	slices.SortFunc(st.Open, tidemark.CompareResults)

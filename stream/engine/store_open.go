@@ -114,8 +114,11 @@ func (e *Engine) loadDiskPairs(snap *Encoded) error {
 			if e.closes(r.Window.Start) {
 				return fmt.Errorf("open window %v is already closed by the watermark %d", r.Window, e.w)
 			}
+			if (r.State != nil) != e.aggs() || (r.State != nil && !e.cfg.Aggs.Fits(r.State)) {
+				return fmt.Errorf("open window %v key %s: %w", r.Window, r.Key, errAggsDiffer(r.State != nil))
+			}
 			d.open++
-			return put(r.Window.Start, r.Key, r.Agg)
+			return put(r.Window.Start, r.Key, r.Agg, r.State)
 		})
 	})
 	return err

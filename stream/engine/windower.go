@@ -108,8 +108,18 @@ type Snapshot struct {
 // (its size added up without encoding), or from a view of its store,
 // measured by a first scan.
 func (e *Engine) Snapshot() (*Snapshot, error) {
-	if e.disk == nil {
+	if e.disk == nil && !e.aggs() {
 		return &Snapshot{Size: e.snapshotSize(), WriteTo: e.writeSnapshot, Release: func() {}}, nil
+	}
+	if e.disk == nil {
+		// States' encodings are not summed up without encoding them:
+		// measured by a first write, as a store's view is.
+		s := &Snapshot{Measured: true, Release: func() {}, WriteTo: e.writeSnapshot}
+		var err error
+		if s.Size, s.Sum, err = s.WriteTo(io.Discard); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	view, release := e.disk.st.View()
 	open := e.disk.open
