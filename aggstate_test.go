@@ -228,3 +228,53 @@ func BenchmarkAggStateAdd(b *testing.B) {
 		l.Add(s, r)
 	}
 }
+
+// TestAggStateSmallExact: up to smallMax values a state keeps them, so its
+// percentiles are DuckDB's quantile_disc and its distinct counts exact; one
+// more turns it into sketches without losing a value, by adding or merging.
+func TestAggStateSmallExact(t *testing.T) {
+	l := testList(t)
+	for _, n := range []int{1, 2, 5, smallMax, smallMax + 1, 3 * smallMax} {
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		s, merged := l.NewState(), l.NewState()
+		var lats []float64
+		users := map[string]bool{}
+		for i := range n {
+			r := row(float64(rng.IntN(1000))+0.25, 1, "u"+strconv.Itoa(rng.IntN(n)), true)
+			l.Add(s, r)
+			part := l.NewState()
+			l.Add(part, r)
+			if err := merged.Merge(part); err != nil {
+				t.Fatal(err)
+			}
+			lats = append(lats, r[0].Num)
+			users[r[2].Text] = true
+			_ = i
+		}
+		slices.Sort(lats)
+		for _, st := range []*AggState{s, merged} {
+			out := l.Values(st)
+			exact := n <= smallMax
+			for i, q := range map[int]float64{1: 0.5, 2: 0.95, 3: 0.999} {
+				want := nearestRank(lats, q)
+				if exact && out[i].V != want || !exact && math.Abs(out[i].V-want) > QuantileAccuracy*want {
+					t.Errorf("n=%d: %s = %v, quantile_disc %v (exact: %v)", n, l.Specs[i], out[i].V, want, exact)
+				}
+			}
+			if got := out[9].V; exact && got != float64(len(users)) || math.Abs(got-float64(len(users))) > 0.05*float64(len(users))+1 {
+				t.Errorf("n=%d: distinct %v, want %d", n, got, len(users))
+			}
+			if got := st.Absorbed(); got[0] != int64(n) {
+				t.Errorf("n=%d: absorbed %v", n, got)
+			}
+			var back AggState
+			b, err := st.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := back.UnmarshalBinary(b); err != nil || !slices.Equal(l.Values(&back), out) {
+				t.Errorf("n=%d: round trip %v (%v), want %v", n, l.Values(&back), err, out)
+			}
+		}
+	}
+}
