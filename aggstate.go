@@ -146,14 +146,15 @@ func (q *quantileState) count() int64 {
 	return int64(len(q.small))
 }
 
-// value is the q-quantile: the exact value of rank floor((n-1)q) among
-// few values (DuckDB's quantile_disc), the sketch's estimate otherwise.
-func (q *quantileState) value(p float64) (float64, bool) {
+// value is a's percentile: among few values the exact one DuckDB's
+// quantile_disc picks (AggSpec.QuantileIndex), the sketch's estimate
+// otherwise.
+func (q *quantileState) value(a AggSpec) (float64, bool) {
 	if q.sketch != nil {
 		if q.sketch.IsEmpty() {
 			return 0, false
 		}
-		v, err := q.sketch.GetValueAtQuantile(p)
+		v, err := q.sketch.GetValueAtQuantile(a.Quantile())
 		return v, err == nil
 	}
 	if len(q.small) == 0 {
@@ -161,7 +162,7 @@ func (q *quantileState) value(p float64) (float64, bool) {
 	}
 	sorted := slices.Clone(q.small)
 	slices.Sort(sorted)
-	return sorted[int(p*float64(len(sorted)-1))], true
+	return sorted[a.QuantileIndex(len(sorted))], true
 }
 
 func (d *distinctState) add(h uint64) {
@@ -315,7 +316,7 @@ func (l AggList) Values(s *AggState) []AggOut {
 			case q == 1:
 				out[i] = AggOut{m.Max, true}
 			default:
-				if v, ok := s.quantiles[l.sketch[j]].value(q); ok {
+				if v, ok := s.quantiles[l.sketch[j]].value(a); ok {
 					out[i] = AggOut{min(max(v, m.Min), m.Max), true}
 				}
 			}
