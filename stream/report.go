@@ -238,7 +238,7 @@ type progress struct {
 	// Stalled names what holds the watermark back once it has not moved
 	// for RunnerConfig.StallAfter although lines arrive (stall.go).
 	Stalled *Stall `json:"stalled,omitempty"`
-	// MissingFields are the --key and --value fields missing (or null) in
+	// MissingFields are the --key, --value and --agg fields missing (or null) in
 	// every valid row of the batch: a misspelt field, or a producer that
 	// stopped writing it.
 	MissingFields []string `json:"missing_fields,omitempty"`
