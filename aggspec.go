@@ -3,6 +3,7 @@ package tidemark
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -43,6 +44,27 @@ type AggSpec struct {
 func (a AggSpec) Quantile() float64 {
 	p, _ := strconv.ParseFloat(a.Pct, 64)
 	return p / 100
+}
+
+// QuantileIndex is the 0-based index of AggQuantile's value among n sorted
+// values as DuckDB's quantile_disc (and Spark's percentile_disc) picks it:
+// the nearest rank, max(1, ⌈n·q⌉) − 1, with q the exact decimal Pct/100, in
+// integers (a float64 n·q lands one rank off for some n).
+func (a AggSpec) QuantileIndex(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	q, ok := new(big.Rat).SetString(a.Pct)
+	if !ok {
+		return 0
+	}
+	num := new(big.Int).Mul(q.Num(), big.NewInt(int64(n)))
+	den := new(big.Int).Mul(q.Denom(), big.NewInt(100))
+	rank, rem := new(big.Int).QuoRem(num, den, new(big.Int))
+	if rem.Sign() > 0 {
+		rank.Add(rank, big.NewInt(1))
+	}
+	return min(max(1, int(rank.Int64())), n) - 1
 }
 
 // ParseAgg parses one --agg spelling.

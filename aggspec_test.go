@@ -143,3 +143,17 @@ func FuzzParseAgg(f *testing.F) {
 		}
 	})
 }
+
+func TestQuantileIndex(t *testing.T) {
+	for _, c := range []struct {
+		pct  string
+		n    int
+		want int
+	}{
+		{"95", 10, 9}, {"50", 10, 4}, {"50", 11, 5}, {"0", 5, 0}, {"100", 5, 4}, {"99.9", 1000, 998}, {"99.9", 1001, 999}, {"10", 5, 0}, {"30", 5, 1}, {"95", 1, 0},
+	} {
+		if got := (AggSpec{Func: AggQuantile, Pct: c.pct}).QuantileIndex(c.n); got != c.want {
+			t.Errorf("p%s of %d values: index %d, want %d", c.pct, c.n, got, c.want)
+		}
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/DataDog/sketches-go/ddsketch/mapping"
 	"github.com/DataDog/sketches-go/ddsketch/store"
 	"github.com/axiomhq/hyperloglog"
+	"github.com/cespare/xxhash/v2"
 )
 
 // The root package holds the sketches because both layers need them and
@@ -39,19 +41,40 @@ var quantileMapping = func() mapping.IndexMapping {
 }()
 
 // sketchStore keeps few values in a compact buffer and pages bins in as
-// they grow: a window×key with a handful of rows costs a few words.
+// they grow.
 var sketchStore = store.BufferedPaginatedStoreConstructor
+
+// smallMax is how many values (distinct hashes) a state keeps exactly
+// before it turns to a sketch: most window×key pairs of a per-user stream
+// see a handful of rows, and a short list costs a fraction of a sketch (and
+// its percentiles and distinct counts are then exact).
+const smallMax = 16
+
+// quantileState is one percentile input's values: exact while few, a
+// DDSketch after.
+type quantileState struct {
+	small  []float64
+	sketch *ddsketch.DDSketch
+}
+
+// distinctState is one distinct-count input's values: their 64-bit hashes
+// (xxHash of the canonical text) while few, a HyperLogLog after.
+type distinctState struct {
+	small []uint64
+	hll   *hyperloglog.Sketch
+}
 
 // AggState is the mergeable state of one window×key's aggregates under an
 // AggList: for each numeric input its count, compensated sum, min and max
-// (Agg with Count == Values), for each input a percentile reads a
-// DDSketch, and for each text input a HyperLogLog. A nil sketch is an
-// empty one. States of one list merge (shards, late rows, restarts) and
-// serialize (checkpoints, the lake's agg_state column).
+// (Agg with Count == Values), for each input a percentile reads its values
+// (up to smallMax kept exactly, then a DDSketch), and for each text input
+// its distinct values (up to smallMax hashes, then a HyperLogLog). States
+// of one list merge (shards, late rows, restarts) and serialize
+// (checkpoints, the lake's agg_state column).
 type AggState struct {
-	Moments  []Agg
-	Sketches []*ddsketch.DDSketch
-	Distinct []*hyperloglog.Sketch
+	Moments   []Agg
+	quantiles []quantileState
+	distinct  []distinctState
 }
 
 // NewState returns an empty state for the list; nil for an empty list.
@@ -60,9 +83,9 @@ func (l AggList) NewState() *AggState {
 		return nil
 	}
 	return &AggState{
-		Moments:  make([]Agg, l.nNumeric),
-		Sketches: make([]*ddsketch.DDSketch, l.nSketch),
-		Distinct: make([]*hyperloglog.Sketch, l.nDistinct),
+		Moments:   make([]Agg, l.nNumeric),
+		quantiles: make([]quantileState, l.nSketch),
+		distinct:  make([]distinctState, l.nDistinct),
 	}
 }
 
@@ -71,7 +94,7 @@ func (l AggList) Fits(s *AggState) bool {
 	if s == nil {
 		return l.Empty()
 	}
-	return len(s.Moments) == l.nNumeric && len(s.Sketches) == l.nSketch && len(s.Distinct) == l.nDistinct
+	return len(s.Moments) == l.nNumeric && len(s.quantiles) == l.nSketch && len(s.distinct) == l.nDistinct
 }
 
 // Add folds one record's input values (Record.Fields: one per l.Inputs)
@@ -82,37 +105,98 @@ func (l AggList) Add(s *AggState, vals []AggValue) {
 			continue
 		}
 		if j := l.distinct[i]; j >= 0 {
-			h := s.Distinct[j]
-			if h == nil {
-				h = newHLL()
-				s.Distinct[j] = h
-			}
-			h.Insert([]byte(v.Text))
+			s.distinct[j].add(xxhash.Sum64String(v.Text))
 			continue
 		}
 		s.Moments[l.numeric[i]].Add(v.Num, true)
 		if j := l.sketch[i]; j >= 0 {
-			d := s.Sketches[j]
-			if d == nil {
-				d = newSketch()
-				s.Sketches[j] = d
-			}
-			// Add fails only on values the mapping cannot index (beyond
-			// ±1.7e308 or NaN), which the decoder never yields: finite
-			// numbers only. Such a value counts in the moments but not
-			// in the sketch, as the sketch cannot hold it.
-			_ = d.Add(v.Num)
+			s.quantiles[j].add(v.Num)
 		}
 	}
 }
 
-func newSketch() *ddsketch.DDSketch {
-	return ddsketch.NewDDSketchFromStoreProvider(quantileMapping, sketchStore)
+func (q *quantileState) add(v float64) {
+	if q.sketch == nil && len(q.small) < smallMax {
+		q.small = append(q.small, v)
+		return
+	}
+	q.toSketch()
+	// Add fails only on values the mapping cannot index (beyond
+	// ±1.7e308, or NaN), which the decoders never yield: finite numbers
+	// only. Such a value counts in the moments but not in the sketch.
+	_ = q.sketch.Add(v)
 }
 
-func newHLL() *hyperloglog.Sketch {
-	h, _ := hyperloglog.NewSketch(DistinctPrecision, true) // a valid constant precision
-	return h
+// toSketch moves the exact values into a sketch.
+func (q *quantileState) toSketch() {
+	if q.sketch != nil {
+		return
+	}
+	q.sketch = ddsketch.NewDDSketchFromStoreProvider(quantileMapping, sketchStore)
+	for _, v := range q.small {
+		_ = q.sketch.Add(v)
+	}
+	q.small = nil
+}
+
+func (q *quantileState) count() int64 {
+	if q.sketch != nil {
+		return int64(math.Round(q.sketch.GetCount()))
+	}
+	return int64(len(q.small))
+}
+
+// value is a's percentile: among few values the exact one DuckDB's
+// quantile_disc picks (AggSpec.QuantileIndex), the sketch's estimate
+// otherwise.
+func (q *quantileState) value(a AggSpec) (float64, bool) {
+	if q.sketch != nil {
+		if q.sketch.IsEmpty() {
+			return 0, false
+		}
+		v, err := q.sketch.GetValueAtQuantile(a.Quantile())
+		return v, err == nil
+	}
+	if len(q.small) == 0 {
+		return 0, false
+	}
+	sorted := slices.Clone(q.small)
+	slices.Sort(sorted)
+	return sorted[a.QuantileIndex(len(sorted))], true
+}
+
+func (d *distinctState) add(h uint64) {
+	if d.hll != nil {
+		d.hll.InsertHash(h)
+		return
+	}
+	if slices.Contains(d.small, h) {
+		return
+	}
+	if len(d.small) < smallMax {
+		d.small = append(d.small, h)
+		return
+	}
+	d.toHLL()
+	d.hll.InsertHash(h)
+}
+
+func (d *distinctState) toHLL() {
+	if d.hll != nil {
+		return
+	}
+	d.hll, _ = hyperloglog.NewSketch(DistinctPrecision, true) // a valid constant precision
+	for _, h := range d.small {
+		d.hll.InsertHash(h)
+	}
+	d.small = nil
+}
+
+func (d *distinctState) count() uint64 {
+	if d.hll != nil {
+		return d.hll.Estimate()
+	}
+	return uint64(len(d.small))
 }
 
 // errShape is returned by Merge for states of different lists.
@@ -124,32 +208,36 @@ func (s *AggState) Merge(o *AggState) error {
 	if o == nil {
 		return nil
 	}
-	if s == nil || len(s.Moments) != len(o.Moments) || len(s.Sketches) != len(o.Sketches) || len(s.Distinct) != len(o.Distinct) {
+	if s == nil || len(s.Moments) != len(o.Moments) || len(s.quantiles) != len(o.quantiles) || len(s.distinct) != len(o.distinct) {
 		return errShape
 	}
 	for i := range o.Moments {
 		s.Moments[i].Merge(o.Moments[i])
 	}
-	for i, d := range o.Sketches {
-		switch {
-		case d == nil:
-		case s.Sketches[i] == nil:
-			s.Sketches[i] = d.Copy()
-		default:
-			if err := s.Sketches[i].MergeWith(d); err != nil {
-				return fmt.Errorf("merge quantile sketch: %w", err)
+	for i := range o.quantiles {
+		q, oq := &s.quantiles[i], &o.quantiles[i]
+		if oq.sketch == nil {
+			for _, v := range oq.small {
+				q.add(v)
 			}
+			continue
+		}
+		q.toSketch()
+		if err := q.sketch.MergeWith(oq.sketch); err != nil {
+			return fmt.Errorf("merge quantile sketch: %w", err)
 		}
 	}
-	for i, h := range o.Distinct {
-		switch {
-		case h == nil:
-		case s.Distinct[i] == nil:
-			s.Distinct[i] = h.Clone()
-		default:
-			if err := s.Distinct[i].Merge(h); err != nil {
-				return fmt.Errorf("merge distinct sketch: %w", err)
+	for i := range o.distinct {
+		d, od := &s.distinct[i], &o.distinct[i]
+		if od.hll == nil {
+			for _, h := range od.small {
+				d.add(h)
 			}
+			continue
+		}
+		d.toHLL()
+		if err := d.hll.Merge(od.hll); err != nil {
+			return fmt.Errorf("merge distinct sketch: %w", err)
 		}
 	}
 	return nil
@@ -161,18 +249,20 @@ func (s *AggState) Clone() *AggState {
 		return nil
 	}
 	c := &AggState{
-		Moments:  append([]Agg(nil), s.Moments...),
-		Sketches: make([]*ddsketch.DDSketch, len(s.Sketches)),
-		Distinct: make([]*hyperloglog.Sketch, len(s.Distinct)),
+		Moments:   slices.Clone(s.Moments),
+		quantiles: make([]quantileState, len(s.quantiles)),
+		distinct:  make([]distinctState, len(s.distinct)),
 	}
-	for i, d := range s.Sketches {
-		if d != nil {
-			c.Sketches[i] = d.Copy()
+	for i, q := range s.quantiles {
+		c.quantiles[i].small = slices.Clone(q.small)
+		if q.sketch != nil {
+			c.quantiles[i].sketch = q.sketch.Copy()
 		}
 	}
-	for i, h := range s.Distinct {
-		if h != nil {
-			c.Distinct[i] = h.Clone()
+	for i, d := range s.distinct {
+		c.distinct[i].small = slices.Clone(d.small)
+		if d.hll != nil {
+			c.distinct[i].hll = d.hll.Clone()
 		}
 	}
 	return c
@@ -187,8 +277,10 @@ type AggOut struct {
 }
 
 // Values returns the list's aggregates from s, in l.Specs order.
-// Percentiles are the sketch's estimate clamped to the exact min and max
-// (so p0 and p100 are exact); distinct counts the HyperLogLog's.
+// Percentiles over up to smallMax values and distinct counts of up to
+// smallMax values are exact; beyond, percentiles are the sketch's
+// estimate clamped to the exact min and max (so p0 and p100 are exact)
+// and distinct counts the HyperLogLog's.
 func (l AggList) Values(s *AggState) []AggOut {
 	out := make([]AggOut, len(l.Specs))
 	if s == nil || !l.Fits(s) {
@@ -200,11 +292,7 @@ func (l AggList) Values(s *AggState) []AggOut {
 			continue
 		}
 		if a.Func == AggDistinct {
-			var n uint64
-			if h := s.Distinct[l.distinct[j]]; h != nil {
-				n = h.Estimate()
-			}
-			out[i] = AggOut{float64(n), true}
+			out[i] = AggOut{float64(s.distinct[l.distinct[j]].count()), true}
 			continue
 		}
 		m := s.Moments[l.numeric[j]]
@@ -222,15 +310,13 @@ func (l AggList) Values(s *AggState) []AggOut {
 			out[i] = AggOut{m.Total() / float64(m.Values), true}
 		case AggQuantile:
 			q := a.Quantile()
-			d := s.Sketches[l.sketch[j]]
 			switch {
 			case q == 0:
 				out[i] = AggOut{m.Min, true}
 			case q == 1:
 				out[i] = AggOut{m.Max, true}
-			case d != nil && !d.IsEmpty():
-				v, err := d.GetValueAtQuantile(q)
-				if err == nil {
+			default:
+				if v, ok := s.quantiles[l.sketch[j]].value(a); ok {
 					out[i] = AggOut{min(max(v, m.Min), m.Max), true}
 				}
 			}
@@ -239,18 +325,16 @@ func (l AggList) Values(s *AggState) []AggOut {
 	return out
 }
 
-// Absorbed returns how many values each sketch of s has taken in: for each
-// numeric input that has a sketch, the sketch's count. A check that state
-// lost or doubled nothing compares it with the rows that carried the field.
+// Absorbed returns how many values each percentile input of s has taken
+// in (its exact values or its sketch's count). A check that state lost or
+// doubled nothing compares it with the rows that carried the field.
 func (s *AggState) Absorbed() []int64 {
 	if s == nil {
 		return nil
 	}
-	out := make([]int64, len(s.Sketches))
-	for i, d := range s.Sketches {
-		if d != nil {
-			out[i] = int64(math.Round(d.GetCount()))
-		}
+	out := make([]int64, len(s.quantiles))
+	for i := range s.quantiles {
+		out[i] = s.quantiles[i].count()
 	}
 	return out
 }
@@ -258,11 +342,18 @@ func (s *AggState) Absorbed() []int64 {
 // aggStateVersion is the first byte of MarshalBinary's encoding.
 const aggStateVersion = 1
 
+// Part kinds in the encoding of a percentile or distinct input.
+const (
+	partSmall  = 1 // exact values (float64 bits) or hashes, uvarint count first
+	partSketch = 2 // a DDSketch (without its mapping) or HyperLogLog, uvarint length first
+)
+
 // MarshalBinary encodes s: a version byte; the number of moments and each
 // one's values count (uvarint) and sum, compensation, min and max
-// (float64 bits, little-endian); the number of sketches and each one's
-// length (uvarint, 0 for an empty one) and DDSketch encoding without its
-// mapping; the same for the HyperLogLogs with their own encoding.
+// (float64 bits, little-endian); the number of percentile inputs and for
+// each a kind byte (partSmall: a count and the values; partSketch: a
+// length and the DDSketch's encoding without its mapping); the same for
+// the distinct inputs (hashes; the HyperLogLog's own encoding).
 func (s *AggState) MarshalBinary() ([]byte, error) {
 	return s.AppendBinary(nil)
 }
@@ -280,26 +371,38 @@ func (s *AggState) AppendBinary(b []byte) ([]byte, error) {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 		}
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.Sketches)))
+	b = binary.AppendUvarint(b, uint64(len(s.quantiles)))
 	var enc []byte
-	for _, d := range s.Sketches {
-		enc = enc[:0]
-		if d != nil && !d.IsEmpty() {
-			d.Encode(&enc, true)
+	for _, q := range s.quantiles {
+		if q.sketch == nil {
+			b = append(b, partSmall)
+			b = binary.AppendUvarint(b, uint64(len(q.small)))
+			for _, v := range q.small {
+				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+			}
+			continue
 		}
+		enc = enc[:0]
+		q.sketch.Encode(&enc, true)
+		b = append(b, partSketch)
 		b = binary.AppendUvarint(b, uint64(len(enc)))
 		b = append(b, enc...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.Distinct)))
-	for _, h := range s.Distinct {
-		if h == nil {
-			b = binary.AppendUvarint(b, 0)
+	b = binary.AppendUvarint(b, uint64(len(s.distinct)))
+	for _, d := range s.distinct {
+		if d.hll == nil {
+			b = append(b, partSmall)
+			b = binary.AppendUvarint(b, uint64(len(d.small)))
+			for _, h := range d.small {
+				b = binary.LittleEndian.AppendUint64(b, h)
+			}
 			continue
 		}
-		hb, err := h.MarshalBinary()
+		hb, err := d.hll.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("encode distinct sketch: %w", err)
 		}
+		b = append(b, partSketch)
 		b = binary.AppendUvarint(b, uint64(len(hb)))
 		b = append(b, hb...)
 	}
@@ -357,50 +460,82 @@ func (s *AggState) UnmarshalBinary(b []byte) (err error) {
 		b = b[32:]
 		out.Moments[i] = Agg{Count: int64(v), Values: int64(v), Sum: f[0], Comp: f[1], Min: f[2], Max: f[3]}
 	}
-	part := func(what string) ([]byte, error) {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return nil, bad(what + " truncated")
+	part := func(what string) (kind byte, p []byte, n int, err error) {
+		if len(b) == 0 {
+			return 0, nil, 0, bad(what + " truncated")
 		}
-		p := b[k : k+int(l)]
+		kind, b = b[0], b[1:]
+		l, k := binary.Uvarint(b)
+		switch {
+		case k <= 0:
+			return 0, nil, 0, bad(what + " truncated")
+		case kind == partSmall:
+			if l > smallMax || l*8 > uint64(len(b)-k) {
+				return 0, nil, 0, bad(what + ": bad count of exact values")
+			}
+			n, l = int(l), l*8
+		case kind == partSketch:
+			if l == 0 || l > uint64(len(b)-k) {
+				return 0, nil, 0, bad(what + " truncated")
+			}
+		default:
+			return 0, nil, 0, bad(fmt.Sprintf("%s: unknown kind %d", what, kind))
+		}
+		p = b[k : k+int(l)]
 		b = b[k+int(l):]
-		return p, nil
+		return kind, p, n, nil
 	}
 	if n, err = count("quantile sketch"); err != nil {
 		return err
 	}
-	out.Sketches = make([]*ddsketch.DDSketch, n)
-	for i := range out.Sketches {
-		p, err := part("quantile sketch")
+	out.quantiles = make([]quantileState, n)
+	for i := range out.quantiles {
+		kind, p, n, err := part("quantile sketch")
 		if err != nil {
 			return err
 		}
-		if len(p) == 0 {
+		if kind == partSmall {
+			if n > 0 {
+				out.quantiles[i].small = make([]float64, n)
+			}
+			for j := range n {
+				v := math.Float64frombits(binary.LittleEndian.Uint64(p[8*j:]))
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return bad("quantile sketch: a value that is not a finite number")
+				}
+				out.quantiles[i].small[j] = v
+			}
 			continue
 		}
 		d, err := ddsketch.DecodeDDSketch(p, sketchStore, quantileMapping)
 		if err != nil {
 			return fmt.Errorf("%w: quantile sketch: %v", ErrAggState, err)
 		}
-		out.Sketches[i] = d
+		out.quantiles[i].sketch = d
 	}
 	if n, err = count("distinct sketch"); err != nil {
 		return err
 	}
-	out.Distinct = make([]*hyperloglog.Sketch, n)
-	for i := range out.Distinct {
-		p, err := part("distinct sketch")
+	out.distinct = make([]distinctState, n)
+	for i := range out.distinct {
+		kind, p, n, err := part("distinct sketch")
 		if err != nil {
 			return err
 		}
-		if len(p) == 0 {
+		if kind == partSmall {
+			if n > 0 {
+				out.distinct[i].small = make([]uint64, n)
+			}
+			for j := range n {
+				out.distinct[i].small[j] = binary.LittleEndian.Uint64(p[8*j:])
+			}
 			continue
 		}
-		h := newHLL()
+		h, _ := hyperloglog.NewSketch(DistinctPrecision, true)
 		if err := h.UnmarshalBinary(p); err != nil {
 			return fmt.Errorf("%w: distinct sketch: %v", ErrAggState, err)
 		}
-		out.Distinct[i] = h
+		out.distinct[i].hll = h
 	}
 	if len(b) != 0 {
 		return bad(fmt.Sprintf("%d trailing bytes", len(b)))

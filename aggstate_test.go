@@ -23,11 +23,22 @@ func row(lat, bytes float64, user string, hasBytes bool) []AggValue {
 	return []AggValue{{Num: lat, Present: true}, {Num: bytes, Present: hasBytes}, {Text: user, Present: user != ""}}
 }
 
-// nearestRank is DuckDB's quantile_disc: the value at index
-// floor((n-1)*q) of the sorted values... computed here as the sketch's
-// guarantee is stated: relative to the value at that rank.
-func nearestRank(sorted []float64, q float64) float64 {
+// sketchRank is the value at the rank DDSketch states its accuracy for,
+// floor((n-1)q) of the sorted values.
+func sketchRank(sorted []float64, q float64) float64 {
 	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+// quantileDisc is DuckDB's quantile_disc: index max(1, ⌈n·q⌉) − 1.
+func quantileDisc(sorted []float64, q float64) float64 {
+	return sorted[max(1, int(math.Ceil(float64(len(sorted))*q-1e-9)))-1]
+}
+
+// near reports whether v is within rel of a value between the sketch's
+// rank and quantile_disc's (the live estimate's stated error).
+func near(v float64, sorted []float64, q, rel float64) bool {
+	lo, hi := min(sketchRank(sorted, q), quantileDisc(sorted, q)), max(sketchRank(sorted, q), quantileDisc(sorted, q))
+	return v >= lo*(1-rel) && v <= hi*(1+rel)
 }
 
 func TestAggStateValues(t *testing.T) {
@@ -65,9 +76,11 @@ func TestAggStateValues(t *testing.T) {
 		}
 	}
 	check(0, sum/float64(len(lats)), 1e-12)
-	check(1, nearestRank(lats, 0.5), QuantileAccuracy)
-	check(2, nearestRank(lats, 0.95), QuantileAccuracy)
-	check(3, nearestRank(lats, 0.999), QuantileAccuracy)
+	for i, q := range map[int]float64{1: 0.5, 2: 0.95, 3: 0.999} {
+		if !near(out[i].V, lats, q, QuantileAccuracy) {
+			t.Errorf("%s = %v, sketch rank %v, quantile_disc %v", l.Specs[i], out[i].V, sketchRank(lats, q), quantileDisc(lats, q))
+		}
+	}
 	check(4, lats[0], 0)
 	check(5, lats[len(lats)-1], 0)
 	var bsum float64
@@ -226,5 +239,55 @@ func BenchmarkAggStateAdd(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		r[0].Num = float64(i % 1000)
 		l.Add(s, r)
+	}
+}
+
+// TestAggStateSmallExact: up to smallMax values a state keeps them, so its
+// percentiles are DuckDB's quantile_disc and its distinct counts exact; one
+// more turns it into sketches without losing a value, by adding or merging.
+func TestAggStateSmallExact(t *testing.T) {
+	l := testList(t)
+	for _, n := range []int{1, 2, 5, smallMax, smallMax + 1, 3 * smallMax} {
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		s, merged := l.NewState(), l.NewState()
+		var lats []float64
+		users := map[string]bool{}
+		for i := range n {
+			r := row(float64(rng.IntN(1000))+0.25, 1, "u"+strconv.Itoa(rng.IntN(n)), true)
+			l.Add(s, r)
+			part := l.NewState()
+			l.Add(part, r)
+			if err := merged.Merge(part); err != nil {
+				t.Fatal(err)
+			}
+			lats = append(lats, r[0].Num)
+			users[r[2].Text] = true
+			_ = i
+		}
+		slices.Sort(lats)
+		for _, st := range []*AggState{s, merged} {
+			out := l.Values(st)
+			exact := n <= smallMax
+			for i, q := range map[int]float64{1: 0.5, 2: 0.95, 3: 0.999} {
+				want := quantileDisc(lats, q)
+				if exact && out[i].V != want || !exact && !near(out[i].V, lats, q, QuantileAccuracy) {
+					t.Errorf("n=%d: %s = %v, quantile_disc %v (exact: %v)", n, l.Specs[i], out[i].V, want, exact)
+				}
+			}
+			if got := out[9].V; exact && got != float64(len(users)) || math.Abs(got-float64(len(users))) > 0.05*float64(len(users))+1 {
+				t.Errorf("n=%d: distinct %v, want %d", n, got, len(users))
+			}
+			if got := st.Absorbed(); got[0] != int64(n) {
+				t.Errorf("n=%d: absorbed %v", n, got)
+			}
+			var back AggState
+			b, err := st.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := back.UnmarshalBinary(b); err != nil || !slices.Equal(l.Values(&back), out) {
+				t.Errorf("n=%d: round trip %v (%v), want %v", n, l.Values(&back), err, out)
+			}
+		}
 	}
 }

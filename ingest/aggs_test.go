@@ -115,3 +115,27 @@ func BenchmarkNDJSONAggs(b *testing.B) {
 		d.Decode(&r)
 	}
 }
+
+// TestDiagnoseAggField: a misspelt --agg field, in no line of the first
+// batch, stops a new stream with the field's likely name; one null in
+// every line is data, and only named on the progress line (MissingFields).
+func TestDiagnoseAggField(t *testing.T) {
+	var lines []string
+	for i := range 10 {
+		lines = append(lines, fmt.Sprintf(`{"event_time":"2026-01-01T09:00:0%dZ","page":"/a","latency_ms":%d,"user":null}`, i, i))
+	}
+	cfg := DecoderConfig{Keys: []string{"page"}, Aggs: aggInputs(t, "p95(latency)", "count_distinct(user)")}
+	recs, headers := decodeLines(t, cfg, lines)
+	if got := MissingFields(cfg, recs); strings.Join(got, ",") != "latency,user" {
+		t.Errorf("MissingFields = %v, want latency and user", got)
+	}
+	m := Diagnose(cfg, recs, headers)
+	if m == nil || !strings.Contains(m.Error(), `--agg "latency" is in none of the first 10 lines`) || !strings.Contains(m.Error(), "--agg latency_ms") {
+		t.Errorf("Diagnose = %v, want the --agg field named and latency_ms suggested", m)
+	}
+	cfg.Aggs = aggInputs(t, "p95(latency_ms)", "count_distinct(user)")
+	recs, headers = decodeLines(t, cfg, lines)
+	if m := Diagnose(cfg, recs, headers); m != nil {
+		t.Errorf("a field null in every line stopped the stream: %v", m)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,8 +90,11 @@ func Diagnose(cfg DecoderConfig, recs []tidemark.Record, headers map[string][]by
 			continue // in some lines, null in all: data, not a misspelling
 		}
 		role := "--key"
-		if f == cfg.ValueField {
+		switch {
+		case f == cfg.ValueField:
 			role = "--value"
+		case !slices.Contains(cfg.Keys, f):
+			role = "--agg" // an aggregate's field
 		}
 		hint := fmt.Sprintf("no line has %q; fields seen: %s", f, s.fieldList())
 		if c := closest(s.names, f); c != "" {
@@ -101,16 +105,19 @@ func Diagnose(cfg DecoderConfig, recs []tidemark.Record, headers map[string][]by
 	return nil
 }
 
-// MissingFields returns the --key and --value fields that are missing or
-// null in every valid record of recs, in configuration order; nil when
-// recs holds no valid record. It reads the decoded records only (a key
-// part is null, HasValue is false), so it costs a scan that ends at the
-// first record with every field, in a healthy batch the first one.
+// MissingFields returns the --key, --value and --agg fields that are
+// missing or null in every valid record of recs, in configuration order;
+// nil when recs holds no valid record. It reads the decoded records only
+// (a key part is null, HasValue is false, a Fields value absent), so it
+// costs a scan that ends at the first record with every field, in a
+// healthy batch the first one.
 func MissingFields(cfg DecoderConfig, recs []tidemark.Record) []string {
 	keys := len(cfg.Keys)
 	seenKey := make([]bool, keys)
 	need := keys
 	needValue := cfg.ValueField != ""
+	seenAgg := make([]bool, len(cfg.Aggs))
+	needAggs := len(cfg.Aggs)
 	anyValid := false
 	for i := range recs {
 		r := &recs[i]
@@ -121,6 +128,12 @@ func MissingFields(cfg DecoderConfig, recs []tidemark.Record) []string {
 		if needValue && r.HasValue {
 			needValue = false
 		}
+		for j := 0; needAggs > 0 && j < len(r.Fields) && j < len(seenAgg); j++ {
+			if r.Fields[j].Present && !seenAgg[j] {
+				seenAgg[j] = true
+				needAggs--
+			}
+		}
 		if need > 0 {
 			for j, p := range r.Key.Parts() {
 				if j < keys && !p.Null && !seenKey[j] {
@@ -129,7 +142,7 @@ func MissingFields(cfg DecoderConfig, recs []tidemark.Record) []string {
 				}
 			}
 		}
-		if need == 0 && !needValue {
+		if need == 0 && !needValue && needAggs == 0 {
 			return nil
 		}
 	}
@@ -144,6 +157,11 @@ func MissingFields(cfg DecoderConfig, recs []tidemark.Record) []string {
 	}
 	if needValue {
 		out = append(out, cfg.ValueField)
+	}
+	for j, in := range cfg.Aggs {
+		if f := tidemark.FormatPath(in.Field.Path); !seenAgg[j] && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
 	}
 	return out
 }

@@ -662,6 +662,9 @@ func (l *Lake) mergedRows(ctx context.Context, b Batch, ingest int64, m *Merge) 
 			ps = own
 		}
 		merged := mergeShards(b.AppID, r, ps, byID)
+		if !l.cfg.Aggs.Empty() {
+			merged.Aggs = l.cfg.Aggs.Values(merged.State)
+		}
 		if slices.ContainsFunc(ps, func(p WindowRow) bool { return p.Shard != b.AppID }) {
 			m.WithOthers++
 		}

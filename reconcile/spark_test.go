@@ -80,7 +80,7 @@ func TestSparkVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slk, err := lake.Open(ctx, sst, lake.Config{Keys: []string{"page"}, ValueField: "v", SessionGap: int64(time.Minute / time.Microsecond)})
+	slk, err := lake.Open(ctx, sst, lake.Config{Keys: []string{"page"}, ValueField: "v", SessionGap: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

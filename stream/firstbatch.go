@@ -142,7 +142,7 @@ func csvHeaders(end map[string]json.RawMessage) map[string][]byte {
 // missingEvery is how often a persisting missing field is logged again.
 const missingEvery = 10 * time.Minute
 
-// warnMissing logs the key and value fields missing from every row of a
+// warnMissing logs the key, value and --agg fields missing from every row of a
 // batch: at once when the set changes, then at most every missingEvery.
 func (r *runner) warnMissing(batchID int64, fields []string, now time.Time) {
 	if len(fields) == 0 {
@@ -153,7 +153,7 @@ func (r *runner) warnMissing(batchID int64, fields []string, now time.Time) {
 		return
 	}
 	r.missing, r.missingLogged = slices.Clone(fields), now
-	r.cfg.Logger.Warn("key or value fields missing (or null) in every row of the batch: those rows group under null or carry no value; check --key/--value",
+	r.cfg.Logger.Warn("key, value or --agg fields missing (or null) in every row of the batch: those rows group under null or carry no value; check --key/--value/--agg",
 		"batch_id", batchID, "fields", strings.Join(fields, ","))
 }
 

@@ -248,8 +248,12 @@ func (r *runner) lakeBatch(entry offsetsEntry, recs []tidemark.Record, res engin
 		wm = &w
 	}
 	rows := make([]lake.WindowRow, len(res.Emitted))
+	aggs := r.cfg.Engine.Aggs
 	for i, e := range res.Emitted {
 		rows[i] = lake.WindowRow{Result: e, Origin: lake.OriginStream, Revision: 1, ComputedAt: entry.ReadTime, Watermark: wm}
+		if !aggs.Empty() {
+			rows[i].Aggs = aggs.Values(e.State) // here, so the lake need not copy the rows to fill them in
+		}
 	}
 	return lake.Batch{AppID: r.id, BatchID: entry.BatchID, Records: recs, Closed: rows, IngestTime: entry.ReadTime, Watermark: wm}
 }

@@ -238,10 +238,14 @@ type progress struct {
 	// Stalled names what holds the watermark back once it has not moved
 	// for RunnerConfig.StallAfter although lines arrive (stall.go).
 	Stalled *Stall `json:"stalled,omitempty"`
-	// MissingFields are the --key and --value fields missing (or null) in
+	// MissingFields are the --key, --value and --agg fields missing (or null) in
 	// every valid row of the batch: a misspelt field, or a producer that
 	// stopped writing it.
 	MissingFields []string `json:"missing_fields,omitempty"`
+	// Aggregates are the --agg aggregates over every window the batch
+	// emitted, all keys together (their states merged), by column: live
+	// estimates, for a glance; window_results has them per window and key.
+	Aggregates map[string]*float64 `json:"aggregates,omitempty"`
 }
 
 // shardProgress is the shared-lake part of a progress line: this stream is
@@ -309,6 +313,7 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 		p.Quarantined[string(reason)] = n
 	}
 	p.NumInputRows = int64(len(recs))
+	p.Aggregates = batchAggs(r.cfg.Engine.Aggs, res.Emitted)
 	p.MissingFields = counts.missing
 	r.warnMissing(entry.BatchID, counts.missing, r.cfg.Clock())
 	if took > 0 {
@@ -348,4 +353,19 @@ func (r *runner) report(entry offsetsEntry, recs []tidemark.Record, counts recor
 	}
 	line, _ := json.Marshal(p)
 	r.cfg.Progress.Write(append(line, '\n'))
+}
+
+// batchAggs is the --agg aggregates of the emitted windows' states merged
+// (nil without --agg or without a window emitted).
+func batchAggs(aggs tidemark.AggList, emitted []tidemark.Result) map[string]*float64 {
+	if aggs.Empty() || len(emitted) == 0 {
+		return nil
+	}
+	all := aggs.NewState()
+	for _, r := range emitted {
+		if err := all.Merge(r.State); err != nil {
+			return nil // states of the engine's own list: cannot happen
+		}
+	}
+	return aggMap(aggs, all)
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	_ "embed"
 	"encoding/json"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -44,6 +45,8 @@ type StatusInfo struct {
 	IdleTimeout  string   `json:"idle_timeout,omitempty"`
 	Started      string   `json:"started"`
 	HistoryLimit int      `json:"history_limit"`
+	// Aggs are the --agg aggregates, as spelt (canonical).
+	Aggs []string `json:"aggs,omitempty"`
 }
 
 // emittedWindow is one emitted window as the page lists it.
@@ -54,6 +57,9 @@ type emittedWindow struct {
 	Count int64  `json:"count"`
 	Final bool   `json:"final"`
 	Batch int64  `json:"batch_id"`
+	// Aggs are the --agg aggregates' live estimates by column (null over
+	// no values); the page lists them by column name.
+	Aggs map[string]*float64 `json:"aggs,omitempty"`
 }
 
 // statusDoc is the /api/progress document.
@@ -73,6 +79,7 @@ type status struct {
 	next    int // ring index of the next line
 	batches int64
 	windows []emittedWindow // newest last, at most historyWindows
+	aggs    tidemark.AggList
 }
 
 func newStatus(cfg RunnerConfig) *status {
@@ -99,7 +106,10 @@ func newStatus(cfg RunnerConfig) *status {
 	if cfg.Engine.IdleTimeout > 0 {
 		info.IdleTimeout = cfg.Engine.IdleTimeout.String()
 	}
-	return &status{info: info}
+	if !cfg.Engine.Aggs.Empty() {
+		info.Aggs = cfg.Engine.Aggs.Strings()
+	}
+	return &status{info: info, aggs: cfg.Engine.Aggs}
 }
 
 func us(v int64) string { return (time.Duration(v) * time.Microsecond).String() }
@@ -120,6 +130,7 @@ func (s *status) add(p progress, emitted []tidemark.Result) {
 		s.windows = append(s.windows, emittedWindow{
 			Start: tidemark.FormatTime(r.Window.Start), End: tidemark.FormatTime(r.Window.End),
 			Key: r.Key.String(), Count: r.Agg.Count, Final: r.Final, Batch: p.BatchID,
+			Aggs: aggMap(s.aggs, r.State),
 		})
 	}
 	if n := len(s.windows); n > historyWindows {
@@ -162,4 +173,21 @@ func servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:")
 	_, _ = w.Write(statusPage)
+}
+
+// aggMap is the --agg aggregates of state by column, null over no values;
+// nil without --agg.
+func aggMap(aggs tidemark.AggList, state *tidemark.AggState) map[string]*float64 {
+	if aggs.Empty() {
+		return nil
+	}
+	m := make(map[string]*float64, len(aggs.Specs))
+	for i, v := range aggs.Values(state) {
+		var p *float64
+		if v.Valid && !math.IsNaN(v.V) && !math.IsInf(v.V, 0) {
+			p = &v.V
+		}
+		m[aggs.Specs[i].Column()] = p
+	}
+	return m
 }

@@ -62,7 +62,6 @@ func runTidemark(t *testing.T, args ...string) string {
 	return out.String()
 }
 
-
 // shape is one random log shape: the paths of the time, key and value
 // fields, and the kind of values each key holds (keyKinds; nil = text).
 type shape struct {

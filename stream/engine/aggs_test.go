@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,5 +226,60 @@ func TestAggsCheckpointMismatch(t *testing.T) {
 func TestSessionRefusesAggs(t *testing.T) {
 	if _, err := NewSessionEngine(time.Minute, Config{Aggs: testAggs}, nil); err != ErrSessionAggs {
 		t.Errorf("NewSessionEngine with --agg: %v, want ErrSessionAggs", err)
+	}
+}
+
+// BenchmarkStateBytesAggs is BenchmarkStateBytes with --agg p95(v),
+// avg(v), count_distinct(u) and rows rows per open (window, key): the heap
+// a pair's state costs with a DDSketch and a HyperLogLog beside its
+// aggregate. (bytes/entry without --agg: BenchmarkStateBytes.)
+func BenchmarkStateBytesAggs(b *testing.B) {
+	l, err := tidemark.ParseAggs([]string{"p95(v)", "avg(v)", "count_distinct(u)"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const nkeys, nwins = 1000, 20
+	for _, rows := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			keys := make([]tidemark.Key, nkeys)
+			for i := range keys {
+				keys[i] = tidemark.MakeKey(tidemark.KeyPart{Value: fmt.Sprintf("/page/%04d", i)})
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			var perEntry, estimate, encoded float64
+			for b.Loop() {
+				e, err := New(Config{Window: tidemark.WindowSpec{Size: 10}, Lateness: (1 << 40) * time.Microsecond, Aggs: l}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				recs := make([]tidemark.Record, 0, nkeys*rows)
+				for w := range nwins {
+					recs = recs[:0]
+					for _, k := range keys {
+						for range rows {
+							k = tidemark.Key(strings.Clone(string(k)))
+							v := math.Exp(rng.NormFloat64() + 3) // latency-like
+							recs = append(recs, tidemark.Record{Source: "s", EventTime: int64(w) * 10, Key: k, Value: v, HasValue: true,
+								Fields: []tidemark.AggValue{{Num: v, Present: true}, {Text: "u" + strconv.Itoa(rng.IntN(100000)), Present: true}}})
+						}
+					}
+					e.Process(recs, time.Time{})
+				}
+				recs = nil
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				n := float64(e.index.Len())
+				perEntry = float64(after.HeapAlloc-before.HeapAlloc) / n
+				estimate = float64(e.StateBytes()) / n
+				encoded = float64(len(e.MarshalSnapshot())) / n
+				runtime.KeepAlive(e)
+			}
+			b.ReportMetric(perEntry, "bytes/entry")
+			b.ReportMetric(estimate, "estimated-bytes/entry")
+			b.ReportMetric(encoded, "snapshot-bytes/entry")
+		})
 	}
 }
