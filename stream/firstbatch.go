@@ -153,7 +153,7 @@ func (r *runner) warnMissing(batchID int64, fields []string, now time.Time) {
 		return
 	}
 	r.missing, r.missingLogged = slices.Clone(fields), now
-	r.cfg.Logger.Warn("key, value or --agg fields missing (or null) in every row of the batch: those rows group under null or carry no value; check --key/--value/--agg",
+	r.cfg.Logger.Warn("key or value fields missing (or null) in every row of the batch (or --agg fields): those rows group under null or carry no value; check --key/--value/--agg",
 		"batch_id", batchID, "fields", strings.Join(fields, ","))
 }
 
