@@ -151,6 +151,9 @@ func TestQuantileIndex(t *testing.T) {
 		want int
 	}{
 		{"95", 10, 9}, {"50", 10, 4}, {"50", 11, 5}, {"0", 5, 0}, {"100", 5, 4}, {"99.9", 1000, 998}, {"99.9", 1001, 999}, {"10", 5, 0}, {"30", 5, 1}, {"95", 1, 0},
+		// batch's exact layer uses this rank too (these were its own cases).
+		{"0", 1, 0}, {"0", 10, 0}, {"100", 10, 9}, {"50", 1, 0}, {"50", 2, 0}, {"50", 3, 1}, {"50", 4, 1},
+		{"99", 100, 98}, {"99", 101, 99}, {"7", 100, 6}, {"7", 101, 7}, {"0.1", 5, 0}, {"90", 10, 8}, {"90", 11, 9},
 	} {
 		if got := (AggSpec{Func: AggQuantile, Pct: c.pct}).QuantileIndex(c.n); got != c.want {
 			t.Errorf("p%s of %d values: index %d, want %d", c.pct, c.n, got, c.want)

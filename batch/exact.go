@@ -16,7 +16,6 @@ type exactPlan struct {
 	text    []bool
 	keep    []bool
 	specIn  []int      // each spec's input
-	quantum []*big.Rat // each percentile spec's quantile, exact; nil elsewhere
 }
 
 func newExactPlan(l tidemark.AggList) (*exactPlan, error) {
@@ -24,7 +23,7 @@ func newExactPlan(l tidemark.AggList) (*exactPlan, error) {
 		return nil, nil
 	}
 	p := &exactPlan{list: l, text: make([]bool, len(l.Inputs)), keep: make([]bool, len(l.Inputs)),
-		specIn: make([]int, len(l.Specs)), quantum: make([]*big.Rat, len(l.Specs))}
+		specIn: make([]int, len(l.Specs))}
 	for i, in := range l.Inputs {
 		p.text[i] = in.Text
 	}
@@ -47,7 +46,6 @@ func newExactPlan(l tidemark.AggList) (*exactPlan, error) {
 			if !ok || q.Sign() < 0 || q.Cmp(big.NewRat(100, 1)) > 0 {
 				return nil, fmt.Errorf("aggregate %s: percentile %q is not a number from 0 to 100", a, a.Pct)
 			}
-			p.quantum[i] = q.Quo(q, big.NewRat(100, 1))
 			p.keep[p.specIn[i]] = true
 		}
 	}
@@ -170,27 +168,8 @@ func (p *exactPlan) out(c *exactCell) []tidemark.AggOut {
 				slices.Sort(vs)
 				sorted[j] = true
 			}
-			out[i] = tidemark.AggOut{V: vs[QuantileIndex(p.quantum[i], len(vs))], Valid: true}
+			out[i] = tidemark.AggOut{V: vs[a.QuantileIndex(len(vs))], Valid: true}
 		}
 	}
 	return out
-}
-
-// QuantileIndex is the 0-based index of quantile q (0..1, exact) among n
-// sorted values as DuckDB's quantile_disc picks it: the nearest rank,
-// max(1, ⌈n·q⌉) − 1, computed without rounding (DuckDB reads 0.999 as a
-// DECIMAL and ranks in integers too; a float64 n·q lands one rank off for
-// some n, scripts/duck's TestQuantileDiscRule shows where). Spark's
-// percentile_disc picks the same value.
-func QuantileIndex(q *big.Rat, n int) int {
-	if n <= 0 {
-		return 0
-	}
-	num := new(big.Int).Mul(q.Num(), big.NewInt(int64(n)))
-	rank, rem := new(big.Int).QuoRem(num, q.Denom(), new(big.Int))
-	if rem.Sign() > 0 {
-		rank.Add(rank, big.NewInt(1))
-	}
-	r := int(rank.Int64())
-	return min(max(1, r), n) - 1
 }

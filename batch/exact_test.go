@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -16,24 +15,6 @@ import (
 	"tidemark/lake"
 	"tidemark/lake/store"
 )
-
-func TestQuantileIndex(t *testing.T) {
-	cases := []struct {
-		q    string
-		n    int
-		want int
-	}{
-		{"0", 1, 0}, {"0", 10, 0}, {"1", 10, 9}, {"1/2", 1, 0}, {"1/2", 2, 0}, {"1/2", 3, 1}, {"1/2", 4, 1},
-		{"99/100", 100, 98}, {"99/100", 101, 99}, {"7/100", 100, 6}, {"7/100", 101, 7},
-		{"999/1000", 1000, 998}, {"999/1000", 1001, 999}, {"1/1000", 5, 0}, {"9/10", 10, 8}, {"9/10", 11, 9},
-	}
-	for _, tc := range cases {
-		q, _ := new(big.Rat).SetString(tc.q)
-		if got := batch.QuantileIndex(q, tc.n); got != tc.want {
-			t.Errorf("QuantileIndex(%s, %d) = %d, want %d", tc.q, tc.n, got, tc.want)
-		}
-	}
-}
 
 // openAggLake opens a lake with the aggregates.
 func openAggLake(t testing.TB, spec tidemark.WindowSpec, aggs tidemark.AggList) *lake.Lake {

@@ -10,7 +10,7 @@ import (
 )
 
 // nearestRank is the rule tidemark's batch layer uses for an exact quantile
-// (batch.QuantileIndex): the value at 0-based index max(1, ceil(n·q)) − 1 of
+// (tidemark.AggSpec.QuantileIndex, which batch's exact layer and the live state's small sets use): the value at 0-based index max(1, ceil(n·q)) − 1 of
 // the sorted values, with q = num/den computed exactly in integers.
 func nearestRank(sorted []float64, num, den int64) float64 {
 	n := int64(len(sorted))
