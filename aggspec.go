@@ -306,6 +306,9 @@ func samePath(a, b []string) bool {
 	return true
 }
 
+// SpecInput returns the index in Inputs of the input Specs[i] reads.
+func (l AggList) SpecInput(i int) int { return l.specInput[i] }
+
 // Empty reports whether the list asks for nothing beyond count.
 func (l AggList) Empty() bool { return len(l.Specs) == 0 }
 

@@ -1,8 +1,6 @@
 package batch
 
 import (
-	"fmt"
-	"math/big"
 	"slices"
 
 	"tidemark"
@@ -12,44 +10,25 @@ import (
 // input, whether it is text (distinct counts keep the set of values) and
 // whether a percentile reads it (its values are kept, to be sorted).
 type exactPlan struct {
-	list    tidemark.AggList
-	text    []bool
-	keep    []bool
-	specIn  []int      // each spec's input
+	list tidemark.AggList
+	text []bool
+	keep []bool
 }
 
-func newExactPlan(l tidemark.AggList) (*exactPlan, error) {
+func newExactPlan(l tidemark.AggList) *exactPlan {
 	if l.Empty() {
-		return nil, nil
+		return nil
 	}
-	p := &exactPlan{list: l, text: make([]bool, len(l.Inputs)), keep: make([]bool, len(l.Inputs)),
-		specIn: make([]int, len(l.Specs))}
+	p := &exactPlan{list: l, text: make([]bool, len(l.Inputs)), keep: make([]bool, len(l.Inputs))}
 	for i, in := range l.Inputs {
 		p.text[i] = in.Text
 	}
 	for i, a := range l.Specs {
-		p.specIn[i] = -1
-		if a.Func == tidemark.AggCount {
-			continue
-		}
-		for j, in := range l.Inputs {
-			if in.Text == a.Text() && slices.Equal(in.Field.Path, a.Field.Path) {
-				p.specIn[i] = j
-				break
-			}
-		}
-		if p.specIn[i] < 0 {
-			return nil, fmt.Errorf("aggregate %s reads no input of the list", a)
-		}
 		if a.Func == tidemark.AggQuantile {
-			q, ok := new(big.Rat).SetString(a.Pct)
-			if !ok || q.Sign() < 0 || q.Cmp(big.NewRat(100, 1)) > 0 {
-				return nil, fmt.Errorf("aggregate %s: percentile %q is not a number from 0 to 100", a, a.Pct)
-			}
-			p.keep[p.specIn[i]] = true
+			p.keep[l.SpecInput(i)] = true
 		}
 	}
-	return p, nil
+	return p
 }
 
 // exactCell is the exact state of one window×key's aggregates: per input,
@@ -141,7 +120,7 @@ func (p *exactPlan) out(c *exactCell) []tidemark.AggOut {
 	out := make([]tidemark.AggOut, len(p.list.Specs))
 	sorted := make([]bool, len(p.text))
 	for i, a := range p.list.Specs {
-		j := p.specIn[i]
+		j := p.list.SpecInput(i)
 		if j < 0 {
 			continue
 		}

@@ -102,10 +102,7 @@ func Recompute(ctx context.Context, lk *lake.Lake, q Query) ([]Row, Stats, error
 	if err != nil {
 		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
 	}
-	ex, err := newExactPlan(lk.Config().Aggs)
-	if err != nil {
-		return nil, Stats{}, fmt.Errorf("recompute: %w", err)
-	}
+	ex := newExactPlan(lk.Config().Aggs)
 	st := p.stats
 	work := p.slices
 	if len(work) == 0 {

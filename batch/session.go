@@ -50,10 +50,7 @@ func Sessionize(ctx context.Context, lk *lake.Lake, q SessionQuery) ([]Row, Sess
 	if q.To <= q.From || q.From < lake.AllFrom/2 || q.To > lake.AllTo/2 {
 		return nil, SessionStats{}, fmt.Errorf("sessionize: range [%d, %d): want a bounded, non-empty range", q.From, q.To)
 	}
-	ex, err := newExactPlan(lk.Config().Aggs)
-	if err != nil {
-		return nil, SessionStats{}, fmt.Errorf("sessionize: %w", err)
-	}
+	ex := newExactPlan(lk.Config().Aggs)
 	layout, err := lk.RawLayout(ctx, q.Version)
 	if err != nil {
 		return nil, SessionStats{}, fmt.Errorf("sessionize: %w", err)

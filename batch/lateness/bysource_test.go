@@ -48,18 +48,7 @@ func TestByWhenAKeyIsNamedSource(t *testing.T) {
 		if err := lk.AppendBatch(ctx, lake.Batch{AppID: "test", BatchID: 1, Records: recs}); err != nil {
 			t.Fatal(err)
 		}
-		groups := func(by string) (string, error) {
-			rep, err := Run(ctx, lk, Config{By: by, Replay: testReplayer})
-			if err != nil {
-				return "", err
-			}
-			var g []string
-			for _, gr := range rep.Groups {
-				g = append(g, fmt.Sprintf("%s=%d", gr.Group, gr.Rows))
-			}
-			slices.Sort(g)
-			return strings.Join(g, " "), nil
-		}
+		groups := func(by string) (string, error) { return groupsBy(ctx, lk, by) }
 		tests := []struct{ by, want string }{
 			{own, "src0=30 src1=30"},             // tidemark's sources, by the lake's name for them
 			{keys[0], "app0=20 app1=20 app2=20"}, // the key
@@ -117,18 +106,7 @@ func TestByKeyPrefixForKeysNamedLikeModes(t *testing.T) {
 	if err := lk.AppendBatch(ctx, lake.Batch{AppID: "test", BatchID: 1, Records: recs}); err != nil {
 		t.Fatal(err)
 	}
-	groups := func(by string) (string, error) {
-		rep, err := Run(ctx, lk, Config{By: by, Replay: testReplayer})
-		if err != nil {
-			return "", err
-		}
-		var g []string
-		for _, gr := range rep.Groups {
-			g = append(g, fmt.Sprintf("%s=%d", gr.Group, gr.Rows))
-		}
-		slices.Sort(g)
-		return strings.Join(g, " "), nil
-	}
+	groups := func(by string) (string, error) { return groupsBy(ctx, lk, by) }
 	for _, tc := range []struct{ by, want string }{
 		{ByNone, "all=60"},
 		{"key:none", "n0=30 n1=30"},
@@ -141,4 +119,19 @@ func TestByKeyPrefixForKeysNamedLikeModes(t *testing.T) {
 	if _, err := groups("key:page"); err == nil || !strings.Contains(err.Error(), "no key field page (its keys: none, hour)") {
 		t.Errorf("--by key:page: got %v, want an error naming the lake's keys", err)
 	}
+}
+
+// groupsBy runs the report grouped by by and lists its groups as
+// "name=rows", sorted.
+func groupsBy(ctx context.Context, lk *lake.Lake, by string) (string, error) {
+	rep, err := Run(ctx, lk, Config{By: by, Replay: testReplayer})
+	if err != nil {
+		return "", err
+	}
+	var g []string
+	for _, gr := range rep.Groups {
+		g = append(g, fmt.Sprintf("%s=%d", gr.Group, gr.Rows))
+	}
+	slices.Sort(g)
+	return strings.Join(g, " "), nil
 }
